@@ -1,0 +1,77 @@
+# bind-operator — see README.md. `make help` lists the targets.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+GO ?= go
+CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/go.mod controller-gen
+K8S_BIN := $(CURDIR)/bin/k8s
+export KUBEBUILDER_ASSETS ?= $(K8S_BIN)
+IMG ?= git.unkin.net/unkin/bind-operator:latest
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: ## Generate deepcopy code from the API types.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate CRDs, RBAC and webhook configurations from markers.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+	@if ls webhooks/*.go >/dev/null 2>&1; then $(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook; fi
+
+.PHONY: verify-generated
+verify-generated: generate manifests ## Fail when generated files differ from what is committed.
+	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
+	  echo "generated files are stale; run 'make generate manifests' and commit:"; \
+	  git status --porcelain -- api config; git --no-pager diff --stat -- api config; exit 1; fi
+
+.PHONY: fmt
+fmt: ## Format the code.
+	$(GO) fmt ./...
+
+.PHONY: vet
+vet: ## Lint with go vet.
+	$(GO) vet ./...
+
+.PHONY: lint
+lint: vet ## Lint (go vet and gofmt).
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+
+##@ Build
+
+.PHONY: build
+build: ## Build the single binary (manager and agent) into bin/.
+	CGO_ENABLED=0 $(GO) build -o bin/bind-operator ./cmd
+
+.PHONY: docker-build
+docker-build: ## Build the container image (needs a Docker engine).
+	docker build -t $(IMG) .
+
+##@ Test
+
+.PHONY: deps
+deps: ## Install the Debian packages the tests need (BIND 9.18 tools).
+	hack/install-deps.sh
+
+.PHONY: envtest
+envtest: ## Build kube-apiserver and etcd from the Go module proxy into bin/k8s (once).
+	hack/build-k8s-binaries.sh $(K8S_BIN) etcd kube-apiserver
+
+.PHONY: test
+test: deps envtest verify-generated lint ## Install what is missing, then run every test.
+	$(GO) test -count=1 ./...
+
+.PHONY: bench
+bench: deps ## Run the benchmarks.
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+##@ Demo
+
+.PHONY: demo
+demo: build ## See README: what the demo does today.
+	hack/demo.sh

@@ -1,0 +1,127 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TSIGAlgorithm is an HMAC algorithm BIND 9.18 supports for TSIG.
+// +kubebuilder:validation:Enum=hmac-sha1;hmac-sha224;hmac-sha256;hmac-sha384;hmac-sha512
+type TSIGAlgorithm string
+
+// Keys of the data in a TSIG key Secret.
+const (
+	// TSIGSecretKey holds the base64 key material, as BIND's "secret".
+	TSIGSecretKey = "secret"
+	// TSIGSecretAlgorithm holds the algorithm name, for clients.
+	TSIGSecretAlgorithm = "algorithm"
+	// TSIGSecretKeyName holds the key name, for clients.
+	TSIGSecretKeyName = "keyName"
+)
+
+// SecretTemplate is metadata stamped on a generated Secret, e.g. the
+// annotations of a reflector that copies it to another namespace.
+type SecretTemplate struct {
+	// labels added to the Secret. The operator's own labels always win and
+	// may not be set here.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="!('app.kubernetes.io/managed-by' in self)",message="the label app.kubernetes.io/managed-by is reserved for the operator; remove it from secretTemplate.labels."
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations added to the Secret.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// BindTSIGKeySpec is a TSIG key. Its material lives only in a Secret: the
+// operator generates it there once, or adopts an existing Secret.
+// +kubebuilder:validation:XValidation:rule="!self.importExisting || (has(self.secretName) && self.secretName != '')",message="importExisting needs secretName: the name of the existing Secret to adopt."
+// +kubebuilder:validation:XValidation:rule="!self.importExisting || !has(self.secretTemplate)",message="secretTemplate cannot be used with importExisting: an imported Secret is never modified."
+type BindTSIGKeySpec struct {
+	// keyName is the key's name in BIND and on the wire. Defaults to the
+	// object's name. Immutable, since clients sign with it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="keyName is immutable: clients sign with it. Create a new BindTSIGKey instead."
+	KeyName DomainName `json:"keyName,omitempty"`
+
+	// algorithm is the HMAC algorithm. Defaults to hmac-sha256.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="algorithm is immutable: the material was generated for it. Create a new BindTSIGKey instead."
+	Algorithm TSIGAlgorithm `json:"algorithm,omitempty"`
+
+	// secretName is the Secret that holds the material. Defaults to
+	// "<name>-tsig". Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="secretName is immutable; create a new BindTSIGKey to use another Secret."
+	SecretName string `json:"secretName,omitempty"`
+
+	// importExisting adopts the existing Secret secretName (which must hold
+	// the key under "secret") instead of generating one. The operator never
+	// modifies an imported Secret.
+	// +optional
+	ImportExisting bool `json:"importExisting,omitempty"`
+
+	// secretTemplate is metadata reconciled onto the generated Secret.
+	// +optional
+	SecretTemplate *SecretTemplate `json:"secretTemplate,omitempty"`
+}
+
+// BindTSIGKeyStatus is the observed state of a BindTSIGKey.
+type BindTSIGKeyStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (the Secret exists and holds usable material).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// secretName is the Secret that holds the material.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// keyName is the key's name in BIND.
+	// +optional
+	KeyName string `json:"keyName,omitempty"`
+}
+
+// BindTSIGKey is a TSIG key for signed updates, transfers and NOTIFYs.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=btsig,categories=bind
+// +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.status.keyName`
+// +kubebuilder:printcolumn:name="Algorithm",type=string,JSONPath=`.spec.algorithm`
+// +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.status.secretName`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BindTSIGKey struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired key.
+	// +optional
+	Spec BindTSIGKeySpec `json:"spec,omitempty"`
+
+	// status is the observed state.
+	// +optional
+	Status BindTSIGKeyStatus `json:"status,omitempty"`
+}
+
+// BindTSIGKeyList is a list of BindTSIGKeys.
+// +kubebuilder:object:root=true
+type BindTSIGKeyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BindTSIGKey `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&BindTSIGKey{}, &BindTSIGKeyList{})
+}

@@ -1,0 +1,236 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ZoneType is the role of the cluster for a zone.
+// +kubebuilder:validation:Enum=Primary;Secondary;Forward;Stub
+type ZoneType string
+
+const (
+	// ZonePrimary: the cluster's primary pod holds the authoritative data.
+	ZonePrimary ZoneType = "Primary"
+	// ZoneSecondary: the cluster transfers the zone from external primaries.
+	ZoneSecondary ZoneType = "Secondary"
+	// ZoneForward: queries for the zone go to forwarders.
+	ZoneForward ZoneType = "Forward"
+	// ZoneStub: the cluster keeps only the zone's NS records from primaries.
+	ZoneStub ZoneType = "Stub"
+)
+
+// BindZoneSpec is a DNS zone served by a BindCluster.
+//
+// Rules that need other objects (the referenced cluster's mode, that names
+// lie inside the zone, CNAME exclusivity across record sets, rdata syntax)
+// are checked by the validating webhook, not here.
+// +kubebuilder:validation:XValidation:rule="self.type == 'Forward' || !has(self.forwarders)",message="forwarders only apply to Forward zones; set type: Forward or remove forwarders."
+// +kubebuilder:validation:XValidation:rule="self.type != 'Forward' || (has(self.forwarders) && size(self.forwarders) > 0)",message="a Forward zone needs at least one forwarder."
+// +kubebuilder:validation:XValidation:rule="self.type == 'Forward' || !has(self.forwardPolicy)",message="forwardPolicy only applies to Forward zones."
+// +kubebuilder:validation:XValidation:rule="!(self.type in ['Secondary', 'Stub']) || (has(self.primaries) && size(self.primaries) > 0)",message="Secondary and Stub zones need at least one entry in primaries to transfer from."
+// +kubebuilder:validation:XValidation:rule="self.type in ['Secondary', 'Stub'] || !has(self.primaries)",message="primaries only apply to Secondary and Stub zones; a Primary zone is replicated to the cluster's secondaries automatically."
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.records)",message="records can only be declared on Primary zones."
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.soa)",message="soa can only be set on Primary zones."
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.updateKeyRef)",message="updateKeyRef (dynamic updates) only applies to Primary zones."
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.dnssecPolicyRef)",message="dnssecPolicyRef only applies to Primary zones; secondaries serve the signed zone they transfer."
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.catalogZoneRef)",message="catalogZoneRef only applies to Primary zones."
+// +kubebuilder:validation:XValidation:rule="self.type != 'Forward' || !has(self.allowTransfer)",message="allowTransfer does not apply to Forward zones, which hold no data."
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.defaultTTL)",message="defaultTTL only applies to Primary zones."
+type BindZoneSpec struct {
+	// clusterRef names the BindCluster that serves the zone. Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterRef is immutable; create a new BindZone for the other cluster."
+	ClusterRef LocalObjectReference `json:"clusterRef"`
+
+	// zoneName is the zone's domain, e.g. "example.com". Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="zoneName is immutable; create a new BindZone for the other name."
+	ZoneName DomainName `json:"zoneName"`
+
+	// type is Primary, Secondary, Forward or Stub. Defaults to Primary.
+	// +optional
+	// +kubebuilder:default=Primary
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable; delete and recreate the zone to change its type."
+	Type ZoneType `json:"type,omitempty"`
+
+	// viewRef places the zone in a BindView. When the cluster has views,
+	// every zone must name one.
+	// +optional
+	ViewRef *LocalObjectReference `json:"viewRef,omitempty"`
+
+	// defaultTTL is the TTL of records that set none, in seconds ($TTL).
+	// Defaults to 3600.
+	// +optional
+	DefaultTTL *TTL `json:"defaultTTL,omitempty"`
+
+	// soa sets the zone's SOA. Its timers default to refresh 300, retry 60,
+	// expire 1209600 and minimum 60 so that NOTIFY is the fast path and the
+	// fallback is bounded.
+	// +optional
+	SOA *SOASpec `json:"soa,omitempty"`
+
+	// records are the zone's record sets; at most one per name and type.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5000
+	// +listType=map
+	// +listMapKey=name
+	// +listMapKey=type
+	Records []RecordSet `json:"records,omitempty"`
+
+	// updateKeyRef names a BindTSIGKey allowed to send RFC 2136 UPDATEs to
+	// the zone (e.g. external-dns). DNSRecords of the zone sign with it.
+	// +optional
+	UpdateKeyRef *LocalObjectReference `json:"updateKeyRef,omitempty"`
+
+	// allowTransfer lists who may transfer the zone besides the cluster's
+	// own secondaries, which always may (keyed).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	AllowTransfer []AddressMatchElement `json:"allowTransfer,omitempty"`
+
+	// allowQuery limits who may query the zone. Defaults to the cluster's.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	AllowQuery []AddressMatchElement `json:"allowQuery,omitempty"`
+
+	// forwarders of a Forward zone.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Forwarders []Forwarder `json:"forwarders,omitempty"`
+
+	// forwardPolicy of a Forward zone: First or Only. Defaults to Only.
+	// +optional
+	ForwardPolicy ForwardPolicy `json:"forwardPolicy,omitempty"`
+
+	// primaries of a Secondary or Stub zone: the external servers to
+	// transfer from, each optionally keyed.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Primaries []RemoteServer `json:"primaries,omitempty"`
+
+	// dnssecPolicyRef names a BindDNSSECPolicy that signs the zone.
+	// +optional
+	DNSSECPolicyRef *LocalObjectReference `json:"dnssecPolicyRef,omitempty"`
+
+	// catalogZoneRef adds the zone to a BindCatalogZone, so every secondary
+	// provisions it without a config change.
+	// +optional
+	CatalogZoneRef *LocalObjectReference `json:"catalogZoneRef,omitempty"`
+}
+
+// SOASpec is a zone's start of authority. Unset fields take the defaults.
+type SOASpec struct {
+	// primaryNameServer is the SOA MNAME. Defaults to ns1.<zone>.
+	// +optional
+	PrimaryNameServer DomainName `json:"primaryNameServer,omitempty"`
+
+	// responsiblePerson is the SOA RNAME as a mailbox domain, e.g.
+	// "hostmaster.example.com". Defaults to hostmaster.<zone>.
+	// +optional
+	ResponsiblePerson DomainName `json:"responsiblePerson,omitempty"`
+
+	// refresh in seconds. Defaults to 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	Refresh *int32 `json:"refresh,omitempty"`
+
+	// retry in seconds. Defaults to 60.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	Retry *int32 `json:"retry,omitempty"`
+
+	// expire in seconds. Defaults to 1209600 (14 days).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	Expire *int32 `json:"expire,omitempty"`
+
+	// minimum is the negative-caching TTL in seconds. Defaults to 60.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	Minimum *int32 `json:"minimum,omitempty"`
+}
+
+// SecondaryZoneStatus is what one secondary pod serves.
+type SecondaryZoneStatus struct {
+	// pod is the secondary's pod name.
+	Pod string `json:"pod"`
+	// serial the secondary serves.
+	// +optional
+	Serial *int64 `json:"serial,omitempty"`
+	// inSync is true when the secondary serves the primary's serial.
+	InSync bool `json:"inSync"`
+}
+
+// BindZoneStatus is the observed state of a BindZone.
+type BindZoneStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready and, where it applies, Conflict.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// serial the primary serves.
+	// +optional
+	Serial *int64 `json:"serial,omitempty"`
+
+	// recordCount is the number of records declared by the zone.
+	// +optional
+	RecordCount int32 `json:"recordCount,omitempty"`
+
+	// secondaries report, per secondary pod, whether it serves the primary's
+	// serial (replication lag).
+	// +optional
+	// +listType=map
+	// +listMapKey=pod
+	// +kubebuilder:validation:MaxItems=16
+	Secondaries []SecondaryZoneStatus `json:"secondaries,omitempty"`
+}
+
+// BindZone is a DNS zone served by a BindCluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=bzone,categories=bind
+// +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.zoneName`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="Serial",type=integer,JSONPath=`.status.serial`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BindZone struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired zone.
+	// +required
+	Spec BindZoneSpec `json:"spec"`
+
+	// status is the observed state.
+	// +optional
+	Status BindZoneStatus `json:"status,omitempty"`
+}
+
+// BindZoneList is a list of BindZones.
+// +kubebuilder:object:root=true
+type BindZoneList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BindZone `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&BindZone{}, &BindZoneList{})
+}

@@ -1,0 +1,137 @@
+package v1alpha1
+
+// Condition types and reasons shared by every kind. Each kind reports at
+// least Ready; kinds with more to say add their own types beside it.
+const (
+	// ConditionReady is True when the object has been fully applied to BIND.
+	ConditionReady = "Ready"
+	// ConditionConfigValid is True when the last rendered configuration was
+	// accepted by named-checkconf.
+	ConditionConfigValid = "ConfigValid"
+	// ConditionProgressing is True while a change is being rolled out.
+	ConditionProgressing = "Progressing"
+	// ConditionConflict is True when another object already owns the data
+	// this object wants to manage.
+	ConditionConflict = "Conflict"
+)
+
+// Labels and annotations owned by the operator.
+const (
+	// LabelManagedBy marks objects that the operator created and manages.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on operator objects.
+	ManagedByValue = "bind-operator"
+	// AnnotationConfigHash is stamped on the pod template of a BindCluster's
+	// StatefulSet; it changes exactly when the rendered config or keys change.
+	AnnotationConfigHash = "bind.unkin.net/config-hash"
+)
+
+// LocalObjectReference names another object of this API in the same namespace.
+// +structType=atomic
+type LocalObjectReference struct {
+	// name of the referenced object, in the same namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// TTL is a DNS time-to-live in seconds (RFC 2181 §8: 0 to 2^31-1).
+// +kubebuilder:validation:Minimum=0
+// +kubebuilder:validation:Maximum=2147483647
+type TTL int32
+
+// DomainName is a DNS name, written without or with the trailing dot.
+// Labels may hold letters, digits, hyphens and underscores; names are
+// lowercased by the mutating webhook.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=254
+// +kubebuilder:validation:Pattern=`^(\.|([A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?)(\.[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?)*\.?)$`
+type DomainName string
+
+// BuiltinACL is one of BIND's predefined address match lists.
+// +kubebuilder:validation:Enum=any;none;localhost;localnets
+type BuiltinACL string
+
+// AddressMatchElement is one element of a BIND address_match_list. Exactly
+// one of address, aclRef, keyRef and builtin is set; negate turns the element
+// into "! element". Elements are structured rather than free text so that no
+// user input can escape its block in named.conf.
+// +kubebuilder:validation:XValidation:rule="[has(self.address), has(self.aclRef), has(self.keyRef), has(self.builtin)].filter(x, x).size() == 1",message="set exactly one of address, aclRef, keyRef or builtin in each address match element."
+type AddressMatchElement struct {
+	// address is an IPv4 or IPv6 address or CIDR prefix, e.g. 10.0.0.0/8.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isIP(self) || isCIDR(self)",message="address must be an IP address or a CIDR prefix such as 10.0.0.0/8 or 2001:db8::/32."
+	Address string `json:"address,omitempty"`
+
+	// aclRef names a BindACL in the same namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ACLRef string `json:"aclRef,omitempty"`
+
+	// keyRef names a BindTSIGKey in the same namespace; clients signing with
+	// that key match.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	KeyRef string `json:"keyRef,omitempty"`
+
+	// builtin is one of BIND's predefined lists: any, none, localhost or localnets.
+	// +optional
+	Builtin BuiltinACL `json:"builtin,omitempty"`
+
+	// negate excludes the matched clients instead of including them.
+	// +optional
+	Negate bool `json:"negate,omitempty"`
+}
+
+// RemoteServer is a server outside the cluster, e.g. an external primary.
+type RemoteServer struct {
+	// address is the server's IPv4 or IPv6 address.
+	// +required
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="address must be an IPv4 or IPv6 address, not a host name."
+	Address string `json:"address"`
+
+	// port is the server's DNS port. Defaults to 53.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port *int32 `json:"port,omitempty"`
+
+	// keyRef names a BindTSIGKey in the same namespace that signs transfers
+	// and NOTIFYs exchanged with this server.
+	// +optional
+	KeyRef *LocalObjectReference `json:"keyRef,omitempty"`
+}
+
+// ForwardPolicy tells BIND whether to fall back to iterative resolution
+// when the forwarders do not answer.
+// +kubebuilder:validation:Enum=First;Only
+type ForwardPolicy string
+
+const (
+	// ForwardFirst queries the forwarders first, then resolves iteratively.
+	ForwardFirst ForwardPolicy = "First"
+	// ForwardOnly queries only the forwarders.
+	ForwardOnly ForwardPolicy = "Only"
+)
+
+// Forwarder is a DNS server that queries are forwarded to.
+// +structType=atomic
+type Forwarder struct {
+	// address is the forwarder's IPv4 or IPv6 address.
+	// +required
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="forwarder address must be an IPv4 or IPv6 address, not a host name."
+	Address string `json:"address"`
+
+	// port of the forwarder. Defaults to 53.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port *int32 `json:"port,omitempty"`
+}

@@ -1,0 +1,38 @@
+// Command bind-operator is the project's single binary. Its subcommands:
+//
+//	bind-operator manager [flags]   run the controllers and admission webhooks
+//
+// The pod agent (`agent`) joins it with the data plane.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "manager":
+		err = runManager(os.Args[2:])
+	case "-h", "--help", "help":
+		usage()
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "unknown subcommand %q\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: bind-operator manager [flags]")
+}
