@@ -21,6 +21,11 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy on operator objects.
 	ManagedByValue = "bind-operator"
+	// LabelCluster is set on every object a BindCluster owns (pods
+	// included) to the cluster's name.
+	LabelCluster = "bind.unkin.net/cluster"
+	// LabelRole is set on pods to "primary" or "secondary".
+	LabelRole = "bind.unkin.net/role"
 	// AnnotationConfigHash is stamped on the pod template of a BindCluster's
 	// StatefulSet; it changes exactly when the rendered config or keys change.
 	AnnotationConfigHash = "bind.unkin.net/config-hash"
