@@ -5,6 +5,8 @@ SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/go.mod controller-gen
 K8S_BIN := $(CURDIR)/bin/k8s
+# RBAC comes from the markers of whichever of these packages exist.
+RBAC_PATHS := $(foreach d,$(wildcard cmd controllers certs webhooks),paths=./$(d)/...)
 export KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 IMG ?= git.unkin.net/unkin/bind-operator:latest
 
@@ -21,7 +23,7 @@ generate: ## Generate deepcopy code from the API types.
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook configurations from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role $(RBAC_PATHS) output:rbac:artifacts:config=config/rbac
 	@if ls webhooks/*.go >/dev/null 2>&1; then $(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook; fi
 
 .PHONY: verify-generated

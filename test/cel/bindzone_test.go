@@ -1,0 +1,135 @@
+package cel
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+func baseZone() *v1.BindZone {
+	return &v1.BindZone{Spec: v1.BindZoneSpec{
+		ClusterRef: v1.LocalObjectReference{Name: "authoritative"},
+		ZoneName:   "example.com",
+		Type:       v1.ZonePrimary,
+		Records: []v1.RecordSet{
+			{Name: "www", Type: "A", Values: []string{"192.0.2.1"}},
+		},
+	}}
+}
+
+func forwardZone(z *v1.BindZone) {
+	z.Spec.Type = v1.ZoneForward
+	z.Spec.Records = nil
+	z.Spec.Forwarders = []v1.Forwarder{{Address: "192.0.2.53"}}
+}
+
+func secondaryZone(z *v1.BindZone) {
+	z.Spec.Type = v1.ZoneSecondary
+	z.Spec.Records = nil
+	z.Spec.Primaries = []v1.RemoteServer{{Address: "192.0.2.1"}}
+}
+
+func TestBindZoneCreate(t *testing.T) {
+	ref := &v1.LocalObjectReference{Name: "x"}
+	runCreateCases(t, baseZone, []createCase[*v1.BindZone]{
+		{desc: "valid primary"},
+		{desc: "valid forward", mutate: forwardZone},
+		{desc: "valid secondary", mutate: secondaryZone},
+		{desc: "valid root forward zone", mutate: func(z *v1.BindZone) { forwardZone(z); z.Spec.ZoneName = "." }},
+		{desc: "valid reverse zone", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = "2.0.192.in-addr.arpa." }},
+		{desc: "missing zone name", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = "" },
+			wantErrors: []string{"spec.zoneName"}},
+		{desc: "zone name with a space", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = "exa mple.com" },
+			wantErrors: []string{"spec.zoneName", "should match"}},
+		{desc: "zone name with quote injection", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = `example.com"; include "/etc/passwd` },
+			wantErrors: []string{"spec.zoneName", "should match"}},
+		{desc: "zone name with empty label", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = "example..com" },
+			wantErrors: []string{"spec.zoneName", "should match"}},
+		{desc: "label longer than 63", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = v1.DomainName(fmt.Sprintf("%064d.com", 0)) },
+			wantErrors: []string{"spec.zoneName", "should match"}},
+		{desc: "unknown zone type", mutate: func(z *v1.BindZone) { z.Spec.Type = "Master" },
+			wantErrors: []string{"spec.type", `Unsupported value: "Master"`}},
+		{desc: "forwarders on a primary zone", mutate: func(z *v1.BindZone) { z.Spec.Forwarders = []v1.Forwarder{{Address: "192.0.2.53"}} },
+			wantErrors: []string{"forwarders only apply to Forward zones"}},
+		{desc: "forward zone without forwarders", mutate: func(z *v1.BindZone) { forwardZone(z); z.Spec.Forwarders = nil },
+			wantErrors: []string{"a Forward zone needs at least one forwarder"}},
+		{desc: "forward policy on a primary zone", mutate: func(z *v1.BindZone) { z.Spec.ForwardPolicy = v1.ForwardOnly },
+			wantErrors: []string{"forwardPolicy only applies to Forward zones"}},
+		{desc: "secondary without primaries", mutate: func(z *v1.BindZone) { secondaryZone(z); z.Spec.Primaries = nil },
+			wantErrors: []string{"Secondary and Stub zones need at least one entry in primaries"}},
+		{desc: "stub without primaries", mutate: func(z *v1.BindZone) { z.Spec.Type = v1.ZoneStub; z.Spec.Records = nil },
+			wantErrors: []string{"Secondary and Stub zones need at least one entry in primaries"}},
+		{desc: "primaries on a primary zone", mutate: func(z *v1.BindZone) { z.Spec.Primaries = []v1.RemoteServer{{Address: "192.0.2.1"}} },
+			wantErrors: []string{"primaries only apply to Secondary and Stub zones"}},
+		{desc: "records on a secondary zone", mutate: func(z *v1.BindZone) {
+			secondaryZone(z)
+			z.Spec.Records = []v1.RecordSet{{Name: "www", Type: "A", Values: []string{"192.0.2.1"}}}
+		}, wantErrors: []string{"records can only be declared on Primary zones"}},
+		{desc: "soa on a forward zone", mutate: func(z *v1.BindZone) { forwardZone(z); z.Spec.SOA = &v1.SOASpec{} },
+			wantErrors: []string{"soa can only be set on Primary zones"}},
+		{desc: "update key on a secondary zone", mutate: func(z *v1.BindZone) { secondaryZone(z); z.Spec.UpdateKeyRef = ref },
+			wantErrors: []string{"updateKeyRef (dynamic updates) only applies to Primary zones"}},
+		{desc: "dnssec policy on a forward zone", mutate: func(z *v1.BindZone) { forwardZone(z); z.Spec.DNSSECPolicyRef = ref },
+			wantErrors: []string{"dnssecPolicyRef only applies to Primary zones"}},
+		{desc: "catalog membership of a secondary zone", mutate: func(z *v1.BindZone) { secondaryZone(z); z.Spec.CatalogZoneRef = ref },
+			wantErrors: []string{"catalogZoneRef only applies to Primary zones"}},
+		{desc: "allowTransfer on a forward zone", mutate: func(z *v1.BindZone) {
+			forwardZone(z)
+			z.Spec.AllowTransfer = []v1.AddressMatchElement{{Builtin: "any"}}
+		}, wantErrors: []string{"allowTransfer does not apply to Forward zones"}},
+		{desc: "defaultTTL on a secondary zone", mutate: func(z *v1.BindZone) { secondaryZone(z); z.Spec.DefaultTTL = ptr[v1.TTL](60) },
+			wantErrors: []string{"defaultTTL only applies to Primary zones"}},
+		{desc: "negative default TTL", mutate: func(z *v1.BindZone) { z.Spec.DefaultTTL = ptr[v1.TTL](-5) },
+			wantErrors: []string{"spec.defaultTTL", "should be greater than or equal to 0"}},
+		{desc: "primary address is a host name", mutate: func(z *v1.BindZone) {
+			secondaryZone(z)
+			z.Spec.Primaries = []v1.RemoteServer{{Address: "ns1.example.net"}}
+		}, wantErrors: []string{"spec.primaries[0].address", "address must be an IPv4 or IPv6 address, not a host name"}},
+		{desc: "primary port zero", mutate: func(z *v1.BindZone) {
+			secondaryZone(z)
+			z.Spec.Primaries[0].Port = ptr[int32](0)
+		}, wantErrors: []string{"spec.primaries[0].port", "should be greater than or equal to 1"}},
+		{desc: "SOA refresh zero", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr[int32](0)} },
+			wantErrors: []string{"spec.soa.refresh", "should be greater than or equal to 1"}},
+		{desc: "SOA minimum above a day", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Minimum: ptr[int32](90000)} },
+			wantErrors: []string{"spec.soa.minimum", "should be less than or equal to 86400"}},
+		{desc: "record with unknown type", mutate: func(z *v1.BindZone) { z.Spec.Records[0].Type = "SPF" },
+			wantErrors: []string{"spec.records[0].type", `Unsupported value: "SPF"`}},
+		{desc: "record without values", mutate: func(z *v1.BindZone) { z.Spec.Records[0].Values = nil },
+			wantErrors: []string{"spec.records[0].values", "Required value"}},
+		{desc: "record name with a space", mutate: func(z *v1.BindZone) { z.Spec.Records[0].Name = "w w" },
+			wantErrors: []string{"spec.records[0].name", "should match"}},
+		{desc: "record TTL above 2^31-1", mutate: func(z *v1.BindZone) {
+			z.Spec.Records[0].TTL = ptr[v1.TTL](-1)
+		}, wantErrors: []string{"spec.records[0].ttl", "should be greater than or equal to 0"}},
+		{desc: "CNAME with two targets", mutate: func(z *v1.BindZone) {
+			z.Spec.Records[0] = v1.RecordSet{Name: "alias", Type: "CNAME", Values: []string{"a.example.com.", "b.example.com."}}
+		}, wantErrors: []string{"a CNAME record set holds exactly one value"}},
+		{desc: "CNAME at the apex", mutate: func(z *v1.BindZone) {
+			z.Spec.Records[0] = v1.RecordSet{Name: "@", Type: "CNAME", Values: []string{"a.example.net."}}
+		}, wantErrors: []string{"a CNAME cannot be placed at the zone apex"}},
+		{desc: "DNAME with two targets", mutate: func(z *v1.BindZone) {
+			z.Spec.Records[0] = v1.RecordSet{Name: "old", Type: "DNAME", Values: []string{"a.example.com.", "b.example.com."}}
+		}, wantErrors: []string{"a DNAME record set holds exactly one value"}},
+		{desc: "duplicate record set", mutate: func(z *v1.BindZone) {
+			z.Spec.Records = append(z.Spec.Records, v1.RecordSet{Name: "www", Type: "A", Values: []string{"192.0.2.2"}})
+		}, wantErrors: []string{"spec.records[1]", "Duplicate value"}},
+		{desc: "forwarder is a host name", mutate: func(z *v1.BindZone) {
+			forwardZone(z)
+			z.Spec.Forwarders[0].Address = "resolver.example.net"
+		}, wantErrors: []string{"spec.forwarders[0].address", "forwarder address must be an IPv4 or IPv6 address"}},
+	})
+}
+
+func TestBindZoneUpdate(t *testing.T) {
+	runUpdateCases(t, baseZone, []updateCase[*v1.BindZone]{
+		{desc: "records may change", mutate: func(z *v1.BindZone) { z.Spec.Records[0].Values = []string{"192.0.2.9"} }},
+		{desc: "zoneName is immutable", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = "example.org" },
+			wantErrors: []string{"spec.zoneName", "zoneName is immutable; create a new BindZone"}},
+		{desc: "clusterRef is immutable", mutate: func(z *v1.BindZone) { z.Spec.ClusterRef.Name = "other" },
+			wantErrors: []string{"spec.clusterRef", "clusterRef is immutable; create a new BindZone"}},
+		{desc: "type is immutable", mutate: func(z *v1.BindZone) { forwardZone(z) },
+			wantErrors: []string{"spec.type", "type is immutable"}},
+	})
+}

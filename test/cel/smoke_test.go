@@ -1,5 +1,0 @@
-package cel
-
-import "testing"
-
-func TestSmoke(t *testing.T) { _ = k8sClient }
