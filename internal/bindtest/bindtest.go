@@ -66,6 +66,9 @@ func (k Key) Conf() string {
 type Options struct {
 	// ControlAlgorithm is the control key's HMAC (default hmac-sha256).
 	ControlAlgorithm string
+	// ControlKey, when set, replaces the generated control key (e.g. a
+	// fixed key so captured replies stay verifiable as fuzz seeds).
+	ControlKey *Key
 	// Keys are extra key statements (e.g. TSIG keys for UPDATE and transfers).
 	Keys []Key
 	// Options is appended inside the options { } block.
@@ -153,7 +156,7 @@ func start(tb testing.TB, dir string, opts Options) (*Server, error) {
 		ConfPath:    filepath.Join(dir, "named.conf"),
 		DNSAddr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(dnsPort)),
 		ControlAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ctlPort)),
-		ControlKey:  NewKey("bindtest-control", opts.ControlAlgorithm),
+		ControlKey:  controlKey(opts),
 		tb:          tb,
 		log:         &lockedBuffer{},
 		exited:      make(chan struct{}),
@@ -176,6 +179,13 @@ func start(tb testing.TB, dir string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("%w\n--- named log ---\n%s", err, s.Log())
 	}
 	return s, nil
+}
+
+func controlKey(opts Options) Key {
+	if opts.ControlKey != nil {
+		return *opts.ControlKey
+	}
+	return NewKey("bindtest-control", opts.ControlAlgorithm)
 }
 
 func (s *Server) render(dnsPort, ctlPort int, opts Options) string {
