@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# make demo: see README "What make demo does today".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+hack/install-deps.sh
+hack/build-k8s-binaries.sh bin/k8s etcd kube-apiserver
+exec go run ./hack/demo
