@@ -55,6 +55,8 @@ type Dialer struct {
 	ClockSkew    time.Duration // default DefaultClockSkew
 	Timeout      time.Duration // per exchange without ctx deadline; default DefaultTimeout
 	Now          func() time.Time
+
+	onReply func(payload []byte) // test hook: sees every raw reply payload
 }
 
 // Client is one authenticated control session. It is safe for concurrent
@@ -253,6 +255,9 @@ func (c *Client) exchange(ctx context.Context, command string) (Table, error) {
 	if err != nil {
 		return nil, c.fail(c.ioErr(ctx, err))
 	}
+	if c.d.onReply != nil {
+		c.d.onReply(payload)
+	}
 	d, err := decode(payload)
 	if err != nil {
 		return nil, c.fail(err)
@@ -269,6 +274,12 @@ func (c *Client) exchange(ctx context.Context, command string) (Table, error) {
 func (c *Client) ioErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("rndc: %w", ctx.Err())
+	}
+	// The connection deadline copied from ctx can fire a moment before ctx
+	// itself reports it; report it as ctx's deadline either way.
+	var ne net.Error
+	if _, has := ctx.Deadline(); has && errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("rndc: %w: %v", context.DeadlineExceeded, err)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
 		return ErrServerClosed
