@@ -1,0 +1,165 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// loadACLs renders every BindACL, sorted by name. Entries keep their order:
+// BIND stops at the first element that matches, so it is meaningful.
+func (m *model) loadACLs() error {
+	acls := byName(m.in.ACLs, func(a *bindv1alpha1.BindACL) (string, string) { return a.Name, a.Namespace })
+	known := map[string]bool{}
+	for _, a := range acls {
+		known[a.Name] = true
+	}
+	m.aclNames = known
+	for _, a := range acls {
+		what := "BindACL " + a.Name
+		if err := safeName(what+" name", a.Name); err != nil {
+			return err
+		}
+		if len(a.Spec.Entries) == 0 {
+			return fmt.Errorf("%s has no entries; add at least one", what)
+		}
+		entries, err := m.matchListWith(what+" spec.entries", a.Spec.Entries, known)
+		if err != nil {
+			return err
+		}
+		m.acls = append(m.acls, aclDef{name: a.Name, entries: entries})
+	}
+	return m.checkACLCycles(acls)
+}
+
+// checkACLCycles refuses ACLs that include each other: named would reject
+// the whole config with a message that names none of our objects.
+func (m *model) checkACLCycles(acls []*bindv1alpha1.BindACL) error {
+	refs := map[string][]string{}
+	for _, a := range acls {
+		for _, e := range a.Spec.Entries {
+			if e.ACLRef != "" {
+				refs[a.Name] = append(refs[a.Name], e.ACLRef)
+			}
+		}
+	}
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[string]int{}
+	var visit func(n string, trail []string) error
+	visit = func(n string, trail []string) error {
+		switch state[n] {
+		case visiting:
+			return fmt.Errorf("BindACLs refer to each other in a loop (%s -> %s); break the loop", strings.Join(trail, " -> "), n)
+		case done:
+			return nil
+		}
+		state[n] = visiting
+		for _, r := range refs[n] {
+			if err := visit(r, append(trail, n)); err != nil {
+				return err
+			}
+		}
+		state[n] = done
+		return nil
+	}
+	for _, a := range acls {
+		if err := visit(a.Name, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// matchList renders an address_match_list's elements (without the ";").
+func (m *model) matchList(what string, els []bindv1alpha1.AddressMatchElement) ([]string, error) {
+	return m.matchListWith(what, els, m.aclNames)
+}
+
+func (m *model) matchListWith(what string, els []bindv1alpha1.AddressMatchElement, acls map[string]bool) ([]string, error) {
+	out := make([]string, 0, len(els))
+	for i, e := range els {
+		s, err := m.matchElement(fmt.Sprintf("%s[%d]", what, i), e, acls)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (m *model) matchElement(what string, e bindv1alpha1.AddressMatchElement, acls map[string]bool) (string, error) {
+	set := 0
+	for _, s := range []string{e.Address, e.ACLRef, e.KeyRef, string(e.Builtin)} {
+		if s != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return "", fmt.Errorf("%s must set exactly one of address, aclRef, keyRef or builtin", what)
+	}
+	var s string
+	switch {
+	case e.Address != "":
+		a, err := checkAddress(what+" address", e.Address)
+		if err != nil {
+			return "", err
+		}
+		s = a
+	case e.ACLRef != "":
+		if !acls[e.ACLRef] {
+			return "", fmt.Errorf("%s references BindACL %q, which does not exist; create it or fix aclRef", what, e.ACLRef)
+		}
+		q, err := quote("BindACL name", e.ACLRef)
+		if err != nil {
+			return "", err
+		}
+		s = q
+	case e.KeyRef != "":
+		k, err := m.keyRef(what, e.KeyRef)
+		if err != nil {
+			return "", err
+		}
+		s = `key "` + k + `"`
+	default:
+		switch e.Builtin {
+		case "any", "none", "localhost", "localnets":
+			s = string(e.Builtin)
+		default:
+			return "", fmt.Errorf("%s: builtin %q is not one of any, none, localhost or localnets", what, e.Builtin)
+		}
+	}
+	if e.Negate {
+		s = "! " + s
+	}
+	return s, nil
+}
+
+// forwarders renders forwarder addresses ("198.18.0.1 port 5353").
+func forwarders(what string, fw []bindv1alpha1.Forwarder) ([]string, error) {
+	out := make([]string, 0, len(fw))
+	for i, f := range fw {
+		a, err := checkIP(fmt.Sprintf("%s[%d] address", what, i), f.Address)
+		if err != nil {
+			return nil, err
+		}
+		if f.Port != nil && *f.Port != 53 {
+			a = fmt.Sprintf("%s port %d", a, *f.Port)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func writeACLs(c *conf, m *model) {
+	for _, a := range m.acls {
+		c.open("acl %s {", c.q("BindACL name", a.name))
+		for _, e := range a.entries {
+			c.line("%s;", e)
+		}
+		c.close()
+	}
+}

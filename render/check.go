@@ -1,0 +1,131 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// CheckError is named-checkconf's complaint about one variant.
+type CheckError struct {
+	File   string // FilePrimaryConf or FileSecondaryConf
+	Output string // the checker's own words, temp paths replaced by pod paths
+}
+
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("named-checkconf rejects %s: %s", e.File, e.Output)
+}
+
+// Check renders in and runs the real named-checkconf -z on both variants,
+// with every file the pods would have in place (keys, static zone files,
+// seeded catalogs, data directories) under a temporary root. The controller
+// calls it before replacing a ConfigMap, so pods never roll into a config
+// that named would refuse.
+func Check(ctx context.Context, in Input, namedCheckconf string) error {
+	_, err := CheckOutput(ctx, in, namedCheckconf)
+	return err
+}
+
+// loadedLine is the only output of a clean named-checkconf -z run.
+var loadedLine = regexp.MustCompile(`^zone \S+: loaded serial \d+$`)
+
+// CheckOutput is Check, returning also what named-checkconf printed on an
+// accepted config besides "loaded serial" lines: warnings, e.g. about an
+// option in spec.extraOptions. The render's own tests require none.
+func CheckOutput(ctx context.Context, in Input, namedCheckconf string) (warnings []string, err error) {
+	if namedCheckconf == "" {
+		namedCheckconf = "named-checkconf"
+	}
+	real := in.Paths
+	if real == (Paths{}) {
+		real = DefaultPaths()
+	}
+	tmp, err := os.MkdirTemp("", "bind-render-check-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	in.Paths = Paths{
+		ConfigDir: filepath.Join(tmp, "config"),
+		KeysDir:   filepath.Join(tmp, "keys"),
+		DataDir:   filepath.Join(tmp, "data"),
+	}
+	res, lay, err := render(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := materialize(in.Paths, res, lay); err != nil {
+		return nil, fmt.Errorf("preparing the config check: %w", err)
+	}
+	unTemp := strings.NewReplacer(
+		in.Paths.ConfigDir, real.ConfigDir,
+		in.Paths.KeysDir, real.KeysDir,
+		in.Paths.DataDir, real.DataDir,
+		tmp, "",
+	)
+	for _, f := range []string{FilePrimaryConf, FileSecondaryConf} {
+		cmd := exec.CommandContext(ctx, namedCheckconf, "-z", filepath.Join(in.Paths.ConfigDir, f))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		runErr := cmd.Run()
+		var lines []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			l = strings.TrimSpace(unTemp.Replace(l))
+			if l != "" && !loadedLine.MatchString(l) {
+				lines = append(lines, l)
+			}
+		}
+		if runErr != nil {
+			var exit *exec.ExitError
+			if !errors.As(runErr, &exit) {
+				return nil, fmt.Errorf("running %s (run make deps to install BIND's tools): %w", namedCheckconf, runErr)
+			}
+			msg := strings.Join(lines, "; ")
+			if msg == "" {
+				msg = exit.String()
+			}
+			return nil, &CheckError{File: f, Output: msg}
+		}
+		for _, l := range lines {
+			warnings = append(warnings, f+": "+l)
+		}
+	}
+	return warnings, nil
+}
+
+// materialize lays out a pod's files under p: the ConfigMap, the Secret and
+// what the entrypoint prepares in DataDir.
+func materialize(p Paths, res Result, lay layout) error {
+	for _, d := range []string{p.ConfigDir, p.KeysDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for k, v := range res.ConfigData {
+		if err := os.WriteFile(filepath.Join(p.ConfigDir, k), []byte(v), 0o644); err != nil {
+			return err
+		}
+	}
+	for k, v := range res.SecretData {
+		if err := os.WriteFile(filepath.Join(p.KeysDir, k), v, 0o600); err != nil {
+			return err
+		}
+	}
+	for _, d := range lay.dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, s := range lay.seeds {
+		if err := os.WriteFile(s[1], []byte(res.ConfigData[s[0]]), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

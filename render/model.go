@@ -1,0 +1,357 @@
+package render
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// model is Input after validation, with every list sorted. The writers in
+// options.go, views.go, zones.go ... only ever walk a model, so the order of
+// Input's slices cannot reach the output.
+type model struct {
+	in       Input
+	paths    Paths
+	cluster  *bindv1alpha1.BindCluster
+	dnsPort  int32
+	primary  string // PrimaryAddress, canonical; "" when unknown
+	primPort int32
+
+	keys     []TSIGKey         // sorted by BIND name, deduplicated
+	keyByObj map[string]string // BindTSIGKey object name -> BIND key name
+
+	acls     []aclDef
+	aclNames map[string]bool
+	views []*viewDef // sorted by (order, name); empty without views
+
+	// Outside views, zones and policies hang off the top level.
+	global *viewDef
+
+	catalogs       []catalogDef
+	notifyKeys     []string // BIND key names the secondaries accept NOTIFYs signed with
+	transferKey    string   // BIND name of spec.transferKeyRef, "" without one
+	dnssecPolicies []*bindv1alpha1.BindDNSSECPolicy
+	policies       []*policyDef // all policies, sorted by (order, name)
+}
+
+type aclDef struct {
+	name    string
+	entries []string
+}
+
+// viewDef is a view (or, for global, the implicit top level) and what it holds.
+type viewDef struct {
+	name     string // "" for the top level
+	obj      *bindv1alpha1.BindView
+	zones    []*bindv1alpha1.BindZone // config zones (Forward, Stub, Secondary), sorted by zone name
+	policies []*policyDef             // sorted by (order, name)
+	owners   map[string]string        // zone name -> "BindZone x", to report clashes
+}
+
+type catalogDef struct {
+	obj     *bindv1alpha1.BindCatalogZone
+	name    string // canonical zone name
+	key     string // BIND name of the transfer key
+	seedKey string // ConfigData key of the seed
+	file    string // zone file in DataDir
+	// defaultPrimaries as rendered elements ("198.18.0.1 port 53 key \"k\"").
+	defaultPrimaries []string
+}
+
+func byName[T any](items []T, name func(*T) (string, string)) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	slices.SortFunc(out, func(a, b *T) int {
+		an, aa := name(a)
+		bn, ba := name(b)
+		return cmp.Or(cmp.Compare(an, bn), cmp.Compare(aa, ba))
+	})
+	return out
+}
+
+func newModel(in Input) (*model, error) {
+	c := in.Cluster
+	m := &model{
+		in:       in,
+		paths:    in.Paths,
+		cluster:  c,
+		dnsPort:  c.Spec.Ports.DNS,
+		keyByObj: map[string]string{},
+		global:   &viewDef{owners: map[string]string{}},
+	}
+	if m.dnsPort == 0 {
+		m.dnsPort = 53
+	}
+	m.primPort = in.PrimaryPort
+	if m.primPort == 0 {
+		m.primPort = m.dnsPort
+	}
+	for _, p := range []string{in.Paths.ConfigDir, in.Paths.KeysDir, in.Paths.DataDir} {
+		if !path.IsAbs(p) {
+			return nil, fmt.Errorf("render paths must be absolute, got %q", p)
+		}
+		if err := safeName("path", p); err != nil {
+			return nil, err
+		}
+	}
+	if in.PrimaryAddress != "" {
+		a, err := checkIP("the primary address", in.PrimaryAddress)
+		if err != nil {
+			return nil, err
+		}
+		m.primary = a
+	}
+	if err := m.loadKeys(); err != nil {
+		return nil, err
+	}
+	if err := m.loadACLs(); err != nil {
+		return nil, err
+	}
+	if err := m.loadViews(); err != nil {
+		return nil, err
+	}
+	if err := m.loadCatalogs(); err != nil {
+		return nil, err
+	}
+	if err := m.loadZones(); err != nil {
+		return nil, err
+	}
+	if err := m.loadPolicies(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// scopes are where config zones go: every view, or the top level.
+func (m *model) scopes() []*viewDef {
+	if len(m.views) == 0 {
+		return []*viewDef{m.global}
+	}
+	return m.views
+}
+
+func (m *model) view(ref string) *viewDef {
+	for _, v := range m.views {
+		if v.name == ref {
+			return v
+		}
+	}
+	return nil
+}
+
+// claim records that owner declares zone in scope v; two owners of one zone
+// in one scope would make named refuse the whole config.
+func (v *viewDef) claim(zone, owner string) error {
+	if prev, ok := v.owners[zone]; ok {
+		where := ""
+		if v.name != "" {
+			where = " in BindView " + v.name
+		}
+		return fmt.Errorf("%s and %s both declare zone %s%s; delete or rename one of them", prev, owner, zone, where)
+	}
+	v.owners[zone] = owner
+	return nil
+}
+
+func (m *model) loadViews() error {
+	views := byName(m.in.Views, func(v *bindv1alpha1.BindView) (string, string) { return v.Name, v.Namespace })
+	slices.SortStableFunc(views, func(a, b *bindv1alpha1.BindView) int { return cmp.Compare(a.Spec.Order, b.Spec.Order) })
+	for _, v := range views {
+		if err := safeName("BindView name", v.Name); err != nil {
+			return err
+		}
+		m.views = append(m.views, &viewDef{name: v.Name, obj: v, owners: map[string]string{}})
+	}
+	return nil
+}
+
+// placement resolves a viewRef: the scope an object's zone lives in.
+func (m *model) placement(what string, ref *bindv1alpha1.LocalObjectReference) (*viewDef, error) {
+	if ref == nil {
+		if len(m.views) > 0 {
+			return nil, fmt.Errorf("%s has no viewRef, but the cluster has views and BIND needs every zone inside a view; set spec.viewRef", what)
+		}
+		return m.global, nil
+	}
+	v := m.view(ref.Name)
+	if v == nil {
+		return nil, fmt.Errorf("%s names BindView %q, which does not exist in this cluster; create it or fix spec.viewRef", what, ref.Name)
+	}
+	return v, nil
+}
+
+func (m *model) loadCatalogs() error {
+	cats := byName(m.in.Catalogs, func(c *bindv1alpha1.BindCatalogZone) (string, string) {
+		return canonicalZone(string(c.Spec.ZoneName)), c.Name
+	})
+	notify := map[string]bool{}
+	for _, c := range cats {
+		what := "BindCatalogZone " + c.Name
+		if len(m.views) > 0 {
+			// A catalog has no viewRef, and with views the primary picks the
+			// view of a transfer by the secondary's address and key: a
+			// catalog in every view would hand every secondary view the
+			// first view's members.
+			return fmt.Errorf("%s cannot be used while the cluster has views: catalog zones have no viewRef yet; remove the views or the catalog", what)
+		}
+		if m.primary == "" {
+			return fmt.Errorf("%s needs the primary Service's ClusterIP to render the secondaries' transfers, and the primary Service has none yet; wait for it or check the Service", what)
+		}
+		name := canonicalZone(string(c.Spec.ZoneName))
+		if name == "." {
+			return fmt.Errorf("%s: the root zone cannot be a catalog zone", what)
+		}
+		if err := safeName(what+" zone name", name); err != nil {
+			return err
+		}
+		key, err := m.keyRef(what, c.Spec.TransferKeyRef.Name)
+		if err != nil {
+			return err
+		}
+		d := catalogDef{
+			obj:     c,
+			name:    name,
+			key:     key,
+			seedKey: "catalog." + zoneStem(name) + ".db",
+			file:    path.Join(m.paths.catalogDir(), zoneStem(name)+".db"),
+		}
+		if len(c.Spec.DefaultPrimaries) > 0 {
+			for i, p := range c.Spec.DefaultPrimaries {
+				s, err := m.remoteServer(fmt.Sprintf("%s spec.defaultPrimaries[%d]", what, i), p)
+				if err != nil {
+					return err
+				}
+				d.defaultPrimaries = append(d.defaultPrimaries, s)
+			}
+		} else {
+			d.defaultPrimaries = []string{m.primaryServer(key)}
+		}
+		if err := m.global.claim(name, what); err != nil {
+			return err
+		}
+		m.catalogs = append(m.catalogs, d)
+		notify[key] = true
+	}
+	// Secondaries accept NOTIFYs signed with the transfer key: the primary
+	// sends them from its pod IP, which is not the address they transfer
+	// from (DESIGN §3.4). The cluster's transferKeyRef wins over the
+	// catalogs' keys.
+	if ref := m.cluster.Spec.TransferKeyRef; ref != nil {
+		key, err := m.keyRef("BindCluster spec.transferKeyRef", ref.Name)
+		if err != nil {
+			return err
+		}
+		notify = map[string]bool{key: true}
+		m.transferKey = key
+	}
+	m.notifyKeys = sortedKeys(notify)
+	return nil
+}
+
+// primaryServer is the cluster's primary as a primaries/default-primaries
+// element, keyed with key.
+func (m *model) primaryServer(key string) string {
+	s := m.primary
+	if m.primPort != 53 {
+		s += " port " + strconv.Itoa(int(m.primPort))
+	}
+	if key != "" {
+		s += ` key "` + key + `"`
+	}
+	return s
+}
+
+func (m *model) remoteServer(what string, p bindv1alpha1.RemoteServer) (string, error) {
+	a, err := checkIP(what+" address", p.Address)
+	if err != nil {
+		return "", err
+	}
+	s := a
+	if p.Port != nil && *p.Port != 53 {
+		s += " port " + strconv.Itoa(int(*p.Port))
+	}
+	if p.KeyRef != nil {
+		k, err := m.keyRef(what, p.KeyRef.Name)
+		if err != nil {
+			return "", err
+		}
+		s += ` key "` + k + `"`
+	}
+	return s, nil
+}
+
+func (m *model) loadZones() error {
+	zones := byName(m.in.Zones, func(z *bindv1alpha1.BindZone) (string, string) {
+		return canonicalZone(string(z.Spec.ZoneName)), z.Name
+	})
+	policies := map[string]*bindv1alpha1.BindDNSSECPolicy{}
+	for i := range m.in.DNSSECPolicies {
+		p := &m.in.DNSSECPolicies[i]
+		policies[p.Name] = p
+	}
+	used := map[string]bool{}
+	for _, z := range zones {
+		what := "BindZone " + z.Name
+		name := canonicalZone(string(z.Spec.ZoneName))
+		if err := safeName(what+" zone name", name); err != nil {
+			return err
+		}
+		v, err := m.placement(what, z.Spec.ViewRef)
+		if err != nil {
+			return err
+		}
+		if err := v.claim(name, what); err != nil {
+			return err
+		}
+		// Validate every reference now, config zone or not: a runtime
+		// zone whose key or policy is missing would fail later in rndc
+		// addzone with a far less helpful message.
+		if err := m.checkZoneRefs(what, z); err != nil {
+			return err
+		}
+		switch z.Spec.Type {
+		case bindv1alpha1.ZonePrimary, "":
+			if ref := z.Spec.DNSSECPolicyRef; ref != nil {
+				if policies[ref.Name] == nil {
+					return fmt.Errorf("%s references BindDNSSECPolicy %q, which does not exist; create it or fix spec.dnssecPolicyRef", what, ref.Name)
+				}
+				used[ref.Name] = true
+			}
+			if ref := z.Spec.CatalogZoneRef; ref != nil && !slices.ContainsFunc(m.catalogs, func(c catalogDef) bool { return c.obj.Name == ref.Name }) {
+				return fmt.Errorf("%s references BindCatalogZone %q, which does not exist in this cluster; create it or fix spec.catalogZoneRef", what, ref.Name)
+			}
+		case bindv1alpha1.ZoneForward, bindv1alpha1.ZoneStub, bindv1alpha1.ZoneSecondary:
+			v.zones = append(v.zones, z)
+		default:
+			return fmt.Errorf("%s has unknown type %q", what, z.Spec.Type)
+		}
+	}
+	for _, name := range sortedKeys(used) {
+		if err := safeName("BindDNSSECPolicy name", name); err != nil {
+			return err
+		}
+		m.dnssecPolicies = append(m.dnssecPolicies, policies[name])
+	}
+	return nil
+}
+
+func (m *model) checkZoneRefs(what string, z *bindv1alpha1.BindZone) error {
+	if ref := z.Spec.UpdateKeyRef; ref != nil {
+		if _, err := m.keyRef(what+" spec.updateKeyRef", ref.Name); err != nil {
+			return err
+		}
+	}
+	if _, err := m.matchList(what+" spec.allowTransfer", z.Spec.AllowTransfer); err != nil {
+		return err
+	}
+	if _, err := m.matchList(what+" spec.allowQuery", z.Spec.AllowQuery); err != nil {
+		return err
+	}
+	return nil
+}

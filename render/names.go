@@ -1,0 +1,89 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// quote returns s as a quoted named.conf string. CRD schemas and webhooks
+// already restrict names, but render is the last line of defence against
+// config injection: a name that could close its string or its block is an
+// error, never escaped and emitted.
+func quote(what, s string) (string, error) {
+	if err := safeName(what, s); err != nil {
+		return "", err
+	}
+	return `"` + s + `"`, nil
+}
+
+func safeName(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	for _, r := range s {
+		switch {
+		case r == '"' || r == ';' || r == '{' || r == '}' || r == '\\' || r == '#':
+			return fmt.Errorf("%s %q contains %q, which cannot appear in named.conf; rename it", what, s, r)
+		case r <= ' ' || r == 0x7f:
+			return fmt.Errorf("%s %q contains whitespace or a control character; rename it", what, s)
+		}
+	}
+	return nil
+}
+
+// canonicalZone is the form zone names take everywhere in the output:
+// lowercase, no trailing dot, "." for the root. The webhook lowercases names
+// already; doing it again here keeps the render canonical regardless.
+func canonicalZone(name string) string {
+	n := strings.ToLower(strings.TrimSuffix(name, "."))
+	if n == "" {
+		return "."
+	}
+	return n
+}
+
+// fqdn is name with exactly one trailing dot.
+func fqdn(name string) string {
+	n := canonicalZone(name)
+	if n == "." {
+		return "."
+	}
+	return n + "."
+}
+
+// zoneStem is the file name stem of a zone. The root has no name of its
+// own; "_root" cannot clash with a real zone a cluster would serve (a label
+// starting with "_" is never a TLD).
+func zoneStem(name string) string {
+	n := canonicalZone(name)
+	if n == "." {
+		return "_root"
+	}
+	return n
+}
+
+// checkAddress accepts an IP address or CIDR prefix and returns it in its
+// canonical text form, so "2001:DB8::1" and "2001:db8::1" render alike.
+func checkAddress(what, s string) (string, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		if a.Zone() != "" {
+			return "", fmt.Errorf("%s %q has an interface zone, which BIND does not accept here", what, s)
+		}
+		return a.String(), nil
+	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		// BIND rejects a prefix with host bits set ("address/prefix length
+		// mismatch"); the CEL rule accepts it, so mask here.
+		return p.Masked().String(), nil
+	}
+	return "", fmt.Errorf("%s %q is neither an IP address nor a CIDR prefix", what, s)
+}
+
+func checkIP(what, s string) (string, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return "", fmt.Errorf("%s %q is not an IP address", what, s)
+	}
+	return a.String(), nil
+}

@@ -1,0 +1,145 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// Replication defaults. They mirror the CRD defaults of spec.tuning so that
+// an object that skipped defaulting (nil pointers) renders the same. BIND's
+// own defaults (notify-delay 5, rates of 20/s, min-update-interval 5) turn
+// milliseconds into seconds (DESIGN §8).
+const (
+	defaultNotifyDelay              = 0
+	defaultNotifyRate               = 1000
+	defaultStartupNotifyRate        = 1000
+	defaultSerialQueryRate          = 1000
+	defaultCatalogMinUpdateInterval = 0
+)
+
+func orDefault(p *int32, d int32) int32 {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+func writeOptions(c *conf, m *model, r role) {
+	s := m.cluster.Spec
+	c.open("options {")
+	c.line("directory %s;", c.q("path", m.paths.DataDir))
+	c.line("pid-file %s;", c.q("path", m.paths.pidFile()))
+	c.line("session-keyfile %s;", c.q("path", m.paths.sessionKeyFile()))
+	c.line("key-directory %s;", c.q("path", m.paths.dnssecKeysDir()))
+	c.line("listen-on port %d { any; };", m.dnsPort)
+	c.line("listen-on-v6 port %d { any; };", m.dnsPort)
+	if len(m.views) == 0 {
+		writeNewZones(c, m)
+	}
+	if len(s.AllowQuery) > 0 {
+		els, err := m.matchList("BindCluster spec.allowQuery", s.AllowQuery)
+		c.fail(err)
+		c.list("allow-query", els)
+	}
+	// Nothing may transfer unless a zone says so: member zones allow the
+	// transfer key, config zones their allowTransfer.
+	c.line("allow-transfer { none; };")
+	writeModeOptions(c, m)
+	if s.QueryLog {
+		c.line("querylog yes;")
+	} else {
+		c.line("querylog no;")
+	}
+
+	t := s.Tuning
+	if r == rolePrimary {
+		// NOTIFYs go only where the operator points them at runtime
+		// (also-notify { <pod-ip> key "K"; }), keyed because they leave
+		// from the pod IP rather than the Service address (DESIGN §3.4).
+		c.line("notify explicit;")
+		c.line("notify-delay %d;", orDefault(t.NotifyDelay, defaultNotifyDelay))
+		c.line("notify-rate %d;", orDefault(t.NotifyRate, defaultNotifyRate))
+		c.line("startup-notify-rate %d;", orDefault(t.StartupNotifyRate, defaultStartupNotifyRate))
+	} else {
+		c.line("notify no;")
+		c.line("serial-query-rate %d;", orDefault(t.SerialQueryRate, defaultSerialQueryRate))
+		if len(m.notifyKeys) > 0 {
+			els := make([]string, len(m.notifyKeys))
+			for i, k := range m.notifyKeys {
+				els[i] = "key " + c.q("key name", k)
+			}
+			c.list("allow-notify", els)
+		}
+		writeCatalogConsumer(c, m)
+	}
+	if len(m.views) == 0 {
+		writeResponsePolicy(c, m.global.policies)
+	}
+	if len(s.ExtraOptions) > 0 {
+		c.comment("spec.extraOptions, verbatim (validated by the admission webhook):")
+		for _, o := range s.ExtraOptions {
+			o = strings.TrimSpace(o)
+			if strings.ContainsAny(o, "\n\r") {
+				c.fail(fmt.Errorf("BindCluster spec.extraOptions holds a statement spanning several lines; write one statement per item"))
+			}
+			c.line("%s", o)
+		}
+	}
+	c.close()
+}
+
+// writeNewZones lets the operator add primary zones at runtime; named keeps
+// them in <view>.nzd in the data volume.
+func writeNewZones(c *conf, m *model) {
+	c.line("allow-new-zones yes;")
+	c.line("new-zones-directory %s;", c.q("path", m.paths.nzdDir()))
+}
+
+func writeModeOptions(c *conf, m *model) {
+	s := m.cluster.Spec
+	if s.Mode != bindv1alpha1.ModeResolver {
+		c.line("recursion no;")
+		return
+	}
+	rec := s.Recursion
+	if rec == nil {
+		rec = &bindv1alpha1.RecursionSpec{}
+	}
+	c.line("recursion yes;")
+	if len(rec.AllowRecursion) > 0 {
+		els, err := m.matchList("BindCluster spec.recursion.allowRecursion", rec.AllowRecursion)
+		c.fail(err)
+		c.list("allow-recursion", els)
+	} else {
+		// Never an open resolver by default.
+		c.line("allow-recursion { localnets; localhost; };")
+	}
+	if len(rec.Forwarders) > 0 {
+		fw, err := forwarders("BindCluster spec.recursion.forwarders", rec.Forwarders)
+		c.fail(err)
+		c.list("forwarders", fw)
+		c.line("forward %s;", forwardPolicy(rec.ForwardPolicy, bindv1alpha1.ForwardFirst))
+	}
+	switch rec.DNSSECValidation {
+	case "", "Auto":
+		c.line("dnssec-validation auto;")
+	case "Yes":
+		c.line("dnssec-validation yes;")
+	case "No":
+		c.line("dnssec-validation no;")
+	default:
+		c.fail(fmt.Errorf("BindCluster spec.recursion.dnssecValidation %q is not Auto, Yes or No", rec.DNSSECValidation))
+	}
+}
+
+func forwardPolicy(p, def bindv1alpha1.ForwardPolicy) string {
+	if p == "" {
+		p = def
+	}
+	if p == bindv1alpha1.ForwardOnly {
+		return "only"
+	}
+	return "first"
+}

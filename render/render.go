@@ -1,0 +1,204 @@
+// Package render turns a BindCluster and the objects that belong to it into
+// BIND configuration: the two named.conf variants (primary and secondary),
+// the keys Secret, the pod entrypoint and static zone files.
+//
+// Everything here is a pure function of its Input. The controller hashes the
+// result (ConfigHash) onto the pod template, so two renders of the same
+// objects must produce the same bytes no matter in which order the API server
+// listed them (DESIGN §3.1), and nothing that changes when a pod restarts, a
+// pod IP above all, may ever reach the output (DESIGN §3.3).
+package render
+
+import (
+	"fmt"
+	"path"
+	"sort"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// Paths are where files live inside a BIND pod.
+type Paths struct {
+	ConfigDir string // ConfigMap mount (read-only): named.conf variants, entrypoint, static zone files
+	KeysDir   string // Secret mount (read-only): keys.conf, control key
+	DataDir   string // writable data volume shared by named and the agent: zone files, journals, nzd, DNSSEC keys, catz
+}
+
+// DefaultPaths are the mount points the BindCluster controller uses.
+func DefaultPaths() Paths {
+	return Paths{
+		ConfigDir: "/etc/bind-operator/config",
+		KeysDir:   "/etc/bind-operator/keys",
+		DataDir:   "/var/lib/bind",
+	}
+}
+
+// TSIGKey is the material of one TSIG key. Secret is the base64 material;
+// Name is the key's name in BIND (BindTSIGKey spec.keyName).
+type TSIGKey struct{ Name, Algorithm, Secret string }
+
+// Input is everything a cluster's configuration depends on. Slices may come
+// in any order: Render sorts them.
+type Input struct {
+	Cluster *bindv1alpha1.BindCluster
+	// PrimaryAddress is the stable transfer address of the primary: the
+	// primary Service ClusterIP, never a pod IP.
+	PrimaryAddress string
+	// PrimaryPort is the primary Service's DNS port. Zero means the
+	// cluster's spec.ports.dns (53 when unset).
+	PrimaryPort int32
+	// ControlKey signs the rndc control channel the agent uses on 127.0.0.1.
+	ControlKey TSIGKey
+	// Keys holds the material of BindTSIGKeys by object name (references
+	// in the CRs use object names).
+	Keys           map[string]TSIGKey
+	ACLs           []bindv1alpha1.BindACL
+	Views          []bindv1alpha1.BindView
+	Zones          []bindv1alpha1.BindZone // all zones of the cluster; render decides which live in config
+	Catalogs       []bindv1alpha1.BindCatalogZone
+	DNSSECPolicies []bindv1alpha1.BindDNSSECPolicy
+	Policies       []bindv1alpha1.BindPolicy // RPZ
+	Paths          Paths
+}
+
+// Result is the rendered configuration.
+type Result struct {
+	// ConfigData becomes the ConfigMap: "named.conf.primary",
+	// "named.conf.secondary", "entrypoint.sh" and static zone files.
+	ConfigData map[string]string
+	// SecretData becomes the keys Secret: "keys.conf" (all TSIG keys) and
+	// "control.conf" (the rndc control key).
+	SecretData map[string][]byte
+}
+
+// Keys of Result.ConfigData and Result.SecretData.
+const (
+	FilePrimaryConf   = "named.conf.primary"
+	FileSecondaryConf = "named.conf.secondary"
+	FileEntrypoint    = "entrypoint.sh"
+	FileKeys          = "keys.conf"
+	FileControl       = "control.conf"
+)
+
+// Fixed loopback endpoints inside the pod. They are not configurable on
+// purpose: the agent is the only client and shares the pod's loopback.
+const (
+	ControlPort    = 953
+	StatisticsPort = 8053
+)
+
+// Render renders the configuration of in.Cluster. Its errors are sentences
+// a user can act on.
+func Render(in Input) (Result, error) {
+	r, _, err := render(in)
+	return r, err
+}
+
+// layout is what the entrypoint (and Check) must prepare in DataDir before
+// named starts: directories, and seed files copied from ConfigDir when
+// missing.
+type layout struct {
+	dirs  []string   // absolute, sorted
+	seeds [][2]string // {ConfigData key, absolute DataDir path}, sorted by path
+}
+
+func render(in Input) (Result, layout, error) {
+	if in.Cluster == nil {
+		return Result{}, layout{}, fmt.Errorf("render: no BindCluster given")
+	}
+	if in.Paths == (Paths{}) {
+		in.Paths = DefaultPaths()
+	}
+	m, err := newModel(in)
+	if err != nil {
+		return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
+	}
+	res := Result{ConfigData: map[string]string{}, SecretData: map[string][]byte{}}
+
+	keysConf, err := renderKeys(m)
+	if err != nil {
+		return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
+	}
+	res.SecretData[FileKeys] = []byte(keysConf)
+	controlConf, err := renderControlKey(m)
+	if err != nil {
+		return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
+	}
+	res.SecretData[FileControl] = []byte(controlConf)
+
+	for _, role := range []role{rolePrimary, roleSecondary} {
+		conf, err := renderNamedConf(m, role)
+		if err != nil {
+			return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
+		}
+		res.ConfigData[confFile(role)] = conf
+	}
+	for _, p := range m.policies {
+		res.ConfigData[p.configKey] = p.file
+	}
+	for _, c := range m.catalogs {
+		res.ConfigData[c.seedKey] = catalogSeed(c.name)
+	}
+	lay := m.layout()
+	res.ConfigData[FileEntrypoint] = renderEntrypoint(m.paths, lay)
+	return res, lay, nil
+}
+
+func confFile(r role) string {
+	if r == rolePrimary {
+		return FilePrimaryConf
+	}
+	return FileSecondaryConf
+}
+
+// role is the part a pod plays: ordinal 0 is the primary.
+type role int
+
+const (
+	rolePrimary role = iota
+	roleSecondary
+)
+
+// defaultView names the directory of zones that live outside any view.
+// View names are Kubernetes object names and cannot start with "_".
+const defaultView = "_default"
+
+// Directory layout of DataDir. The agent writes runtime zone files with
+// PrimaryZoneFile / SecondaryZoneFile so that both sides agree.
+func (p Paths) zonesDir() string       { return path.Join(p.DataDir, "zones") }
+func (p Paths) secondaryDir() string   { return path.Join(p.DataDir, "secondary") }
+func (p Paths) catalogDir() string     { return path.Join(p.DataDir, "catalog") }
+func (p Paths) catzDir() string        { return path.Join(p.DataDir, "catz") }
+func (p Paths) nzdDir() string         { return path.Join(p.DataDir, "nzd") }
+func (p Paths) dnssecKeysDir() string  { return path.Join(p.DataDir, "keys") }
+func (p Paths) pidFile() string        { return path.Join(p.DataDir, "named.pid") }
+func (p Paths) sessionKeyFile() string { return path.Join(p.DataDir, "session.key") }
+
+// PrimaryZoneFile is where the agent writes the seed of a runtime primary
+// zone (rndc addzone) before adding it. view is "" outside views.
+func (p Paths) PrimaryZoneFile(view, zone string) string {
+	return path.Join(p.zonesDir(), viewDir(view), zoneStem(zone)+".db")
+}
+
+// SecondaryZoneFile is the file of a secondary copy of a zone (runtime
+// secondaries and config-declared Secondary/Stub zones). view is "" outside
+// views.
+func (p Paths) SecondaryZoneFile(view, zone string) string {
+	return path.Join(p.secondaryDir(), viewDir(view), zoneStem(zone)+".db")
+}
+
+func viewDir(view string) string {
+	if view == "" {
+		return defaultView
+	}
+	return view
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,212 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// writeConfigZone declares a Forward, Stub or Secondary zone. These hold no
+// data the operator manages, so they live in named.conf on every pod alike
+// (each pod transfers from the external primaries itself).
+func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
+	what := "BindZone " + z.Name
+	name := canonicalZone(string(z.Spec.ZoneName))
+	c.open("zone %s {", c.q("zone name", name))
+	switch z.Spec.Type {
+	case bindv1alpha1.ZoneForward:
+		c.line("type forward;")
+		// A Forward zone defaults to only: the user asked for these servers.
+		c.line("forward %s;", forwardPolicy(z.Spec.ForwardPolicy, bindv1alpha1.ForwardOnly))
+		fw, err := forwarders(what+" spec.forwarders", z.Spec.Forwarders)
+		c.fail(err)
+		if len(fw) == 0 {
+			c.fail(fmt.Errorf("%s is a Forward zone without forwarders; add at least one", what))
+		}
+		c.list("forwarders", fw)
+	case bindv1alpha1.ZoneStub, bindv1alpha1.ZoneSecondary:
+		if z.Spec.Type == bindv1alpha1.ZoneStub {
+			c.line("type stub;")
+		} else {
+			c.line("type secondary;")
+		}
+		c.line("file %s;", c.q("path", m.paths.SecondaryZoneFile(v.name, name)))
+		if len(z.Spec.Primaries) == 0 {
+			c.fail(fmt.Errorf("%s is a %s zone without primaries; add at least one", what, z.Spec.Type))
+		}
+		prim := make([]string, 0, len(z.Spec.Primaries))
+		for i, p := range z.Spec.Primaries {
+			s, err := m.remoteServer(fmt.Sprintf("%s spec.primaries[%d]", what, i), p)
+			c.fail(err)
+			prim = append(prim, s)
+		}
+		c.list("primaries", prim)
+		if len(z.Spec.AllowTransfer) > 0 {
+			els, err := m.matchList(what+" spec.allowTransfer", z.Spec.AllowTransfer)
+			c.fail(err)
+			c.list("allow-transfer", els)
+		}
+	}
+	if len(z.Spec.AllowQuery) > 0 {
+		els, err := m.matchList(what+" spec.allowQuery", z.Spec.AllowQuery)
+		c.fail(err)
+		c.list("allow-query", els)
+	}
+	c.close()
+}
+
+// ZoneRole says which side of the cluster a runtime zone clause is for.
+type ZoneRole int
+
+const (
+	// ZoneRolePrimary is the clause the primary pod adds.
+	ZoneRolePrimary ZoneRole = iota
+	// ZoneRoleSecondary is the clause a secondary pod adds for a primary
+	// zone that is not in a catalog (catalog members provision themselves).
+	ZoneRoleSecondary
+)
+
+// ZoneClauses builds the runtime clauses of primary zones, for
+// `rndc addzone <zone> in <view> '<clause>'` (and modzone). Build it once per
+// reconcile with NewZoneClauses: it validates the Input the same way Render
+// does, so a clause never names a key or policy missing from named.conf.
+type ZoneClauses struct{ m *model }
+
+// NewZoneClauses validates in and returns a clause builder.
+func NewZoneClauses(in Input) (*ZoneClauses, error) {
+	if in.Cluster == nil {
+		return nil, fmt.Errorf("render: no BindCluster given")
+	}
+	if in.Paths == (Paths{}) {
+		in.Paths = DefaultPaths()
+	}
+	m, err := newModel(in)
+	if err != nil {
+		return nil, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
+	}
+	return &ZoneClauses{m: m}, nil
+}
+
+// ZoneClause is a convenience for a single clause; see ZoneClauses.Clause.
+func ZoneClause(in Input, zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotify []string) (string, error) {
+	zc, err := NewZoneClauses(in)
+	if err != nil {
+		return "", err
+	}
+	return zc.Clause(zone, r, alsoNotify)
+}
+
+// TransferKey is the BIND name of the key that signs the zone's transfers
+// and NOTIFYs between the cluster's pods: spec.transferKeyRef of the
+// cluster, else the key of the zone's catalog, else the key of the cluster's
+// only catalog. "" when there is none.
+func (zc *ZoneClauses) TransferKey(zone *bindv1alpha1.BindZone) string {
+	m := zc.m
+	if m.transferKey != "" {
+		return m.transferKey
+	}
+	if ref := zone.Spec.CatalogZoneRef; ref != nil {
+		for _, c := range m.catalogs {
+			if c.obj.Name == ref.Name {
+				return c.key
+			}
+		}
+	}
+	if len(m.catalogs) == 1 {
+		return m.catalogs[0].key
+	}
+	return ""
+}
+
+// Clause renders the `{ ... };` clause of a Primary zone for r.
+//
+// alsoNotify lists the secondaries' pod IPs (primary role only). They are
+// runtime data by nature: this clause goes to rndc, never into named.conf,
+// so pod IPs here cannot cause a roll.
+func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotify []string) (string, error) {
+	m := zc.m
+	what := "BindZone " + zone.Name
+	if zone.Spec.Type != bindv1alpha1.ZonePrimary && zone.Spec.Type != "" {
+		return "", fmt.Errorf("%s is a %s zone, which lives in named.conf, not in a runtime clause", what, zone.Spec.Type)
+	}
+	name := canonicalZone(string(zone.Spec.ZoneName))
+	v, err := m.placement(what, zone.Spec.ViewRef)
+	if err != nil {
+		return "", err
+	}
+	key := zc.TransferKey(zone)
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+
+	switch r {
+	case ZoneRolePrimary:
+		add("type primary;")
+		add("file %q;", m.paths.PrimaryZoneFile(v.name, name))
+		var upd []string
+		if ref := zone.Spec.UpdateKeyRef; ref != nil {
+			k, err := m.keyRef(what+" spec.updateKeyRef", ref.Name)
+			if err != nil {
+				return "", err
+			}
+			upd = append(upd, `key "`+k+`"`)
+		}
+		if len(upd) > 0 {
+			add("allow-update { %s; };", strings.Join(upd, "; "))
+		}
+		var xfr []string
+		if key != "" {
+			xfr = append(xfr, `key "`+key+`"`)
+		}
+		user, err := m.matchList(what+" spec.allowTransfer", zone.Spec.AllowTransfer)
+		if err != nil {
+			return "", err
+		}
+		xfr = append(xfr, user...)
+		add("allow-transfer { %s; };", joinOrNone(xfr))
+		if len(alsoNotify) > 0 {
+			ips := make([]string, 0, len(alsoNotify))
+			for _, ip := range alsoNotify {
+				a, err := checkIP(what+" also-notify address", ip)
+				if err != nil {
+					return "", err
+				}
+				if key != "" {
+					a += ` key "` + key + `"`
+				}
+				ips = append(ips, a)
+			}
+			slices.Sort(ips)
+			ips = slices.Compact(ips)
+			add("also-notify { %s; };", strings.Join(ips, "; "))
+		}
+		if ref := zone.Spec.DNSSECPolicyRef; ref != nil {
+			add("dnssec-policy %q;", ref.Name)
+			if len(upd) == 0 {
+				// 9.18 signs a zone without allow-update only inline.
+				add("inline-signing yes;")
+			}
+		}
+	case ZoneRoleSecondary:
+		if zone.Spec.CatalogZoneRef != nil {
+			return "", fmt.Errorf("%s is in BindCatalogZone %s: the secondaries provision it from the catalog, not from a runtime clause", what, zone.Spec.CatalogZoneRef.Name)
+		}
+		if m.primary == "" {
+			return "", fmt.Errorf("%s: the primary Service has no ClusterIP yet, so secondaries have nowhere to transfer from", what)
+		}
+		add("type secondary;")
+		add("file %q;", m.paths.SecondaryZoneFile(v.name, name))
+		add("primaries { %s; };", m.primaryServer(key))
+	default:
+		return "", fmt.Errorf("unknown zone role %d", r)
+	}
+	if len(zone.Spec.AllowQuery) > 0 {
+		els, err := m.matchList(what+" spec.allowQuery", zone.Spec.AllowQuery)
+		if err != nil {
+			return "", err
+		}
+		add("allow-query { %s; };", strings.Join(els, "; "))
+	}
+	return "{ " + strings.Join(parts, " ") + " };", nil
+}
