@@ -12,6 +12,7 @@ import (
 // it is a secondary zone transferred, keyed, from the primary Service.
 func writeCatalogZones(c *conf, m *model, r role) {
 	for _, cat := range m.catalogs {
+		c.blank()
 		key := c.q("key name", cat.key)
 		c.open("zone %s {", c.q("catalog zone name", cat.name))
 		if r == rolePrimary {

@@ -26,7 +26,7 @@ type model struct {
 
 	acls     []aclDef
 	aclNames map[string]bool
-	views []*viewDef // sorted by (order, name); empty without views
+	views    []*viewDef // sorted by (order, name); empty without views
 
 	// Outside views, zones and policies hang off the top level.
 	global *viewDef

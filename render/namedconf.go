@@ -51,19 +51,12 @@ func renderNamedConf(m *model, r role) (string, error) {
 // (a view, or the top level): catalogs, policy zones, then Forward, Stub and
 // Secondary zones, each group sorted by zone name.
 func writeScopeZones(c *conf, m *model, v *viewDef, r role) {
-	if v == m.global && len(m.catalogs) > 0 {
-		c.blank()
+	if v == m.global {
 		writeCatalogZones(c, m, r)
 	}
-	if len(v.policies) > 0 {
-		c.blank()
-		writeRPZZones(c, v.policies)
-	}
-	if len(v.zones) > 0 {
-		c.blank()
-		for _, z := range v.zones {
-			writeConfigZone(c, m, v, z)
-		}
+	writeRPZZones(c, v.policies)
+	for _, z := range v.zones {
+		writeConfigZone(c, m, v, z)
 	}
 }
 

@@ -98,7 +98,7 @@ func Render(in Input) (Result, error) {
 // named starts: directories, and seed files copied from ConfigDir when
 // missing.
 type layout struct {
-	dirs  []string   // absolute, sorted
+	dirs  []string    // absolute, sorted
 	seeds [][2]string // {ConfigData key, absolute DataDir path}, sorted by path
 }
 

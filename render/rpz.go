@@ -129,6 +129,7 @@ func writeResponsePolicy(c *conf, pols []*policyDef) {
 // writeRPZZones declares the policy zones of a scope.
 func writeRPZZones(c *conf, pols []*policyDef) {
 	for _, p := range pols {
+		c.blank()
 		c.open("zone %s {", c.q("BindPolicy zone name", p.zone))
 		c.line("type primary;")
 		c.line("file %s;", c.q("file", p.path))

@@ -14,6 +14,7 @@ import (
 func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 	what := "BindZone " + z.Name
 	name := canonicalZone(string(z.Spec.ZoneName))
+	c.blank()
 	c.open("zone %s {", c.q("zone name", name))
 	switch z.Spec.Type {
 	case bindv1alpha1.ZoneForward:
