@@ -36,10 +36,10 @@ func not(e bindv1alpha1.AddressMatchElement) bindv1alpha1.AddressMatchElement {
 
 // Fixed key material: valid base64, never used for anything real.
 var (
-	secret16 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS0xNg=="                                                                         // hmac-sha1
-	secret28 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS0yOC1ieXRlcw=="                                                                 // hmac-sha224
-	secret32 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS0zMi1ieXRlcy0hIQ=="                                                             // hmac-sha256
-	secret48 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS00OC1ieXRlcy1vZi1tYXRlcmlhbC0tLS0tLQ=="                                         // hmac-sha384
+	secret16 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS0xNg=="                                                         // hmac-sha1
+	secret28 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS0yOC1ieXRlcw=="                                                 // hmac-sha224
+	secret32 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS0zMi1ieXRlcy0hIQ=="                                             // hmac-sha256
+	secret48 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS00OC1ieXRlcy1vZi1tYXRlcmlhbC0tLS0tLQ=="                         // hmac-sha384
 	secret64 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS02NC1ieXRlcy1vZi1tYXRlcmlhbC1mb3ItaG1hYy1zaGE1MTItLS0tLS0tLQ==" // hmac-sha512
 )
 
@@ -282,7 +282,7 @@ func scenarioTSIG() Input {
 	}
 	sec := bindv1alpha1.BindZone{ObjectMeta: meta("upstream"), Spec: bindv1alpha1.BindZoneSpec{
 		ZoneName: "upstream.example", Type: bindv1alpha1.ZoneSecondary,
-		Primaries: []bindv1alpha1.RemoteServer{{Address: "192.0.2.1", KeyRef: ref("k-sha1")}, {Address: "192.0.2.2", KeyRef: ref("k-sha224")}},
+		Primaries:  []bindv1alpha1.RemoteServer{{Address: "192.0.2.1", KeyRef: ref("k-sha1")}, {Address: "192.0.2.2", KeyRef: ref("k-sha224")}},
 		AllowQuery: []bindv1alpha1.AddressMatchElement{keyRef("k-sha256"), not(builtin("none")), builtin("localnets")},
 	}}
 	z := primaryZone("example-com", "example.com")

@@ -184,9 +184,13 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		}
 		if ref := zone.Spec.DNSSECPolicyRef; ref != nil {
 			add("dnssec-policy %q;", ref.Name)
+			// 9.18 signs a zone without allow-update only inline; a
+			// dynamic zone is signed in place. Say so explicitly: the
+			// default flips to yes in 9.20 and named-checkconf warns.
 			if len(upd) == 0 {
-				// 9.18 signs a zone without allow-update only inline.
 				add("inline-signing yes;")
+			} else {
+				add("inline-signing no;")
 			}
 		}
 	case ZoneRoleSecondary:

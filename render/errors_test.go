@@ -1,0 +1,115 @@
+package render
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// TestRenderErrors: input that would make named refuse the config, or
+// that could inject statements, fails Render with a sentence naming the
+// object and what to do.
+func TestRenderErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Input)
+		want   string
+	}{
+		{"missing key material", func(in *Input) {
+			k := in.Keys["transfer"]
+			k.Secret = ""
+			in.Keys["transfer"] = k
+		}, `references BindTSIGKey "transfer", whose material is missing`},
+		{"unknown key", func(in *Input) { in.Zones[0].Spec.UpdateKeyRef = ref("nope") }, `BindZone example-com spec.updateKeyRef references BindTSIGKey "nope", which does not exist`},
+		{"catalog without primary address", func(in *Input) { in.PrimaryAddress = "" }, "primary Service has none yet"},
+		{"pod-ish hostname as primary address", func(in *Input) { in.PrimaryAddress = "dns-0.dns" }, "is not an IP address"},
+		{"zone without view while views exist", func(in *Input) {
+			in.Catalogs = nil
+			in.Zones[0].Spec.CatalogZoneRef = nil
+			in.Zones[1].Spec.CatalogZoneRef = nil
+			in.Views = []bindv1alpha1.BindView{{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}}}
+		}, "has no viewRef, but the cluster has views"},
+		{"unknown view", func(in *Input) { in.Zones[2].Spec.ViewRef = ref("ghost") }, `names BindView "ghost", which does not exist`},
+		{"duplicate zone", func(in *Input) { in.Zones = append(in.Zones, primaryZone("again", "EXAMPLE.com.")) }, "BindZone again and BindZone example-com both declare zone example.com"},
+		{"zone clashes with catalog", func(in *Input) { in.Zones = append(in.Zones, primaryZone("cat", "catalog.dns.internal")) }, "BindCatalogZone catalog and BindZone cat both declare"},
+		{"missing dnssec policy", func(in *Input) { in.Zones[0].Spec.DNSSECPolicyRef = ref("gone") }, `BindDNSSECPolicy "gone", which does not exist`},
+		{"unknown acl", func(in *Input) {
+			in.Cluster.Spec.AllowQuery = []bindv1alpha1.AddressMatchElement{aclRef("nets")}
+		}, `BindCluster spec.allowQuery[0] references BindACL "nets"`},
+		{"acl loop", func(in *Input) {
+			in.ACLs = []bindv1alpha1.BindACL{
+				{ObjectMeta: meta("a"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{aclRef("b")}}},
+				{ObjectMeta: meta("b"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{aclRef("a")}}},
+			}
+		}, "loop (a -> b -> a)"},
+		{"injected key name", func(in *Input) {
+			in.Keys["transfer"] = TSIGKey{Name: `x"; }; include "/etc/shadow`, Algorithm: "hmac-sha256", Secret: secret32}
+		}, "cannot appear in named.conf"},
+		{"key name with space", func(in *Input) {
+			in.Keys["transfer"] = TSIGKey{Name: "a b", Algorithm: "hmac-sha256", Secret: secret32}
+		}, "whitespace"},
+		{"injected zone name", func(in *Input) { in.Zones[2].Spec.ZoneName = "x{y" }, "cannot appear in named.conf"},
+		{"bad algorithm", func(in *Input) {
+			in.Keys["transfer"] = TSIGKey{Name: "t", Algorithm: "hmac-md5", Secret: secret32}
+		}, "hmac-sha1, hmac-sha224"},
+		{"bad material", func(in *Input) {
+			in.Keys["transfer"] = TSIGKey{Name: "t", Algorithm: "hmac-sha256", Secret: "not base64!"}
+		}, "not valid base64"},
+		{"control key clash", func(in *Input) {
+			in.Keys["transfer"] = TSIGKey{Name: "rndc-control", Algorithm: "hmac-sha256", Secret: secret32}
+		}, "of the rndc control key"},
+		{"two keys one name", func(in *Input) {
+			in.Keys["partner"] = TSIGKey{Name: "transfer.dns.", Algorithm: "hmac-sha512", Secret: secret64}
+		}, "both define BIND key"},
+		{"catalog with views", func(in *Input) {
+			in.Views = []bindv1alpha1.BindView{{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}}}
+		}, "cannot be used while the cluster has views"},
+		{"contradicting rpz rules", func(in *Input) {
+			in.Policies = []bindv1alpha1.BindPolicy{{ObjectMeta: meta("p"), Spec: bindv1alpha1.BindPolicySpec{ZoneName: "rpz", Rules: []bindv1alpha1.RPZRule{
+				{Match: "198.18.0.1", Trigger: bindv1alpha1.TriggerClientIP, Action: "DROP"},
+				{Match: "198.18.0.1/32", Trigger: bindv1alpha1.TriggerClientIP, Action: "PASSTHRU"},
+			}}}}
+		}, "matches the same thing as an earlier rule"},
+		{"multi-line extra option", func(in *Input) {
+			in.Cluster.Spec.ExtraOptions = []string{"a yes;\n}; zone \"x\" {"}
+		}, "spanning several lines"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := scenarioAuthoritative()
+			tc.mutate(&in)
+			_, err := Render(in)
+			if err == nil {
+				t.Fatalf("Render accepted it")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckReportsNamedsWords: what Render cannot know (here an extra
+// option named refuses) comes back from Check in named-checkconf's words,
+// with pod paths instead of temp paths.
+func TestCheckReportsNamedsWords(t *testing.T) {
+	bin := namedCheckconf(t)
+	in := scenarioAuthoritative()
+	in.Cluster.Spec.ExtraOptions = []string{"no-such-option yes;"}
+	err := Check(context.Background(), in, bin)
+	ce, ok := err.(*CheckError)
+	if !ok {
+		t.Fatalf("Check returned %v, want a *CheckError", err)
+	}
+	if ce.File != FilePrimaryConf || !strings.Contains(ce.Output, "unknown option 'no-such-option'") {
+		t.Fatalf("unexpected complaint: %v", ce)
+	}
+	if !strings.Contains(ce.Output, DefaultPaths().ConfigDir+"/named.conf.primary") || strings.Contains(ce.Output, "bind-render-check-") {
+		t.Fatalf("temp paths leak into the message: %v", ce)
+	}
+	if err := Check(context.Background(), scenarioAuthoritative(), bin); err != nil {
+		t.Fatalf("Check refuses a good config: %v", err)
+	}
+}
