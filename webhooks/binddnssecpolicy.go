@@ -1,0 +1,155 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-binddnssecpolicy,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=binddnssecpolicies,verbs=create;update,versions=v1alpha1,name=mbinddnssecpolicy.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-binddnssecpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=binddnssecpolicies,verbs=create;update,versions=v1alpha1,name=vbinddnssecpolicy.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent
+
+// BindDNSSECPolicyWebhook defaults and validates BindDNSSECPolicies.
+type BindDNSSECPolicyWebhook struct{}
+
+var (
+	_ admission.Defaulter[*v1alpha1.BindDNSSECPolicy] = &BindDNSSECPolicyWebhook{}
+	_ admission.Validator[*v1alpha1.BindDNSSECPolicy] = &BindDNSSECPolicyWebhook{}
+)
+
+// defaultRSAKeySize is BIND's default for RSA keys, written out so the
+// stored policy says what signs.
+const defaultRSAKeySize int32 = 2048
+
+// Default fills each key's lifetime ("unlimited") and RSA key size.
+func (w *BindDNSSECPolicyWebhook) Default(_ context.Context, p *v1alpha1.BindDNSSECPolicy) error {
+	for i := range p.Spec.Keys {
+		k := &p.Spec.Keys[i]
+		if k.Lifetime == "" {
+			k.Lifetime = "unlimited"
+		}
+		if strings.HasPrefix(string(k.Algorithm), "rsa") && k.KeySize == nil {
+			k.KeySize = ptr(defaultRSAKeySize)
+		}
+	}
+	return nil
+}
+
+// ValidateCreate validates a new policy.
+func (w *BindDNSSECPolicyWebhook) ValidateCreate(_ context.Context, p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
+	return w.validate(p)
+}
+
+// ValidateUpdate validates a change.
+func (w *BindDNSSECPolicyWebhook) ValidateUpdate(_ context.Context, _, p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
+	return w.validate(p)
+}
+
+// ValidateDelete allows every deletion.
+func (w *BindDNSSECPolicyWebhook) ValidateDelete(context.Context, *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (w *BindDNSSECPolicyWebhook) validate(p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
+	var warns admission.Warnings
+	if n := p.Spec.NSEC3; n != nil {
+		if n.Iterations != nil && *n.Iterations > 0 {
+			warns = append(warns, "spec.nsec3.iterations: RFC 9276 recommends 0 iterations; more cost resolvers CPU and add no security")
+		}
+		if n.SaltLength != nil && *n.SaltLength > 0 {
+			warns = append(warns, "spec.nsec3.saltLength: RFC 9276 recommends no salt")
+		}
+	}
+	return warns, invalid("BindDNSSECPolicy", p.Name, ValidateBindDNSSECPolicySpec(&p.Spec, field.NewPath("spec")))
+}
+
+// ValidateBindDNSSECPolicySpec checks what named-checkconf would refuse:
+// signatures must be refreshed before they expire, and durations must
+// parse.
+func ValidateBindDNSSECPolicySpec(s *v1alpha1.BindDNSSECPolicySpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	dur := func(name string, v v1alpha1.BINDDuration) (time.Duration, bool) {
+		if v == "" {
+			return 0, false
+		}
+		d, err := ParseBINDDuration(string(v))
+		if err != nil {
+			errs = append(errs, field.Invalid(fldPath.Child(name), v, err.Error()))
+			return 0, false
+		}
+		return d, true
+	}
+	refresh, hasRefresh := dur("signaturesRefresh", s.SignaturesRefresh)
+	validity, hasValidity := dur("signaturesValidity", s.SignaturesValidity)
+	validityDNSKEY, hasValidityDNSKEY := dur("signaturesValidityDNSKEY", s.SignaturesValidityDNSKEY)
+	for _, o := range []struct {
+		n string
+		v v1alpha1.BINDDuration
+	}{{"dnskeyTTL", s.DNSKEYTTL}, {"maxZoneTTL", s.MaxZoneTTL}, {"publishSafety", s.PublishSafety}, {"retireSafety", s.RetireSafety}, {"purgeKeys", s.PurgeKeys}, {"zonePropagationDelay", s.ZonePropagationDelay}, {"parentDSTTL", s.ParentDSTTL}, {"parentPropagationDelay", s.ParentPropagationDelay}} {
+		dur(o.n, o.v)
+	}
+	if hasRefresh && hasValidity && refresh >= validity {
+		errs = append(errs, field.Invalid(fldPath.Child("signaturesRefresh"), s.SignaturesRefresh, fmt.Sprintf("must be shorter than signaturesValidity (%s), or signatures expire before they are refreshed", s.SignaturesValidity)))
+	}
+	if hasRefresh && hasValidityDNSKEY && refresh >= validityDNSKEY {
+		errs = append(errs, field.Invalid(fldPath.Child("signaturesRefresh"), s.SignaturesRefresh, fmt.Sprintf("must be shorter than signaturesValidityDNSKEY (%s), or DNSKEY signatures expire before they are refreshed", s.SignaturesValidityDNSKEY)))
+	}
+	for i, k := range s.Keys {
+		if k.Lifetime == "" || k.Lifetime == "unlimited" {
+			continue
+		}
+		if d, err := ParseBINDDuration(k.Lifetime); err != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("keys").Index(i).Child("lifetime"), k.Lifetime, err.Error()))
+		} else if d < time.Hour {
+			errs = append(errs, field.Invalid(fldPath.Child("keys").Index(i).Child("lifetime"), k.Lifetime, "a key lifetime under an hour would roll keys constantly; use unlimited or e.g. P90D"))
+		}
+	}
+	return errs
+}
+
+var (
+	isoDuration = regexp.MustCompile(`^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$`)
+	ttlPart     = regexp.MustCompile(`(\d+)([wdhmsWDHMS]?)`)
+	ttlDuration = regexp.MustCompile(`^(\d+[wdhmsWDHMS]?)+$`)
+)
+
+// ParseBINDDuration parses BIND's durations: ISO 8601 (P90D, PT1H; a year
+// is 365 days and a month 30, as in BIND) or TTL style (90d, 1h30m, 3600).
+func ParseBINDDuration(s string) (time.Duration, error) {
+	const day = 24 * time.Hour
+	units := []time.Duration{365 * day, 30 * day, 7 * day, day, time.Hour, time.Minute, time.Second}
+	if m := isoDuration.FindStringSubmatch(s); m != nil && s != "P" && !strings.HasSuffix(s, "T") {
+		var d time.Duration
+		for i, u := range units {
+			if m[i+1] != "" {
+				n, err := strconv.ParseInt(m[i+1], 10, 32)
+				if err != nil {
+					return 0, fmt.Errorf("number too large in duration; use at most 10 digits")
+				}
+				d += time.Duration(n) * u
+			}
+		}
+		return d, nil
+	}
+	if ttlDuration.MatchString(s) {
+		var d time.Duration
+		for _, m := range ttlPart.FindAllStringSubmatch(s, -1) {
+			n, err := strconv.ParseInt(m[1], 10, 32)
+			if err != nil {
+				return 0, fmt.Errorf("number too large in duration; use at most 10 digits")
+			}
+			u := map[string]time.Duration{"w": 7 * day, "d": day, "h": time.Hour, "m": time.Minute, "s": time.Second, "": time.Second}[strings.ToLower(m[2])]
+			d += time.Duration(n) * u
+		}
+		return d, nil
+	}
+	return 0, fmt.Errorf("not a duration; write ISO 8601 such as P90D or PT1H, or BIND's style such as 90d or 3600")
+}

@@ -1,0 +1,160 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
+)
+
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-bindtsigkey,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindtsigkeys,verbs=create;update,versions=v1alpha1,name=mbindtsigkey.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-bindtsigkey,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindtsigkeys,verbs=create;update,versions=v1alpha1,name=vbindtsigkey.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent
+
+// BindTSIGKeyWebhook defaults and validates BindTSIGKeys.
+type BindTSIGKeyWebhook struct {
+	Reader client.Reader
+}
+
+var (
+	_ admission.Defaulter[*v1alpha1.BindTSIGKey] = &BindTSIGKeyWebhook{}
+	_ admission.Validator[*v1alpha1.BindTSIGKey] = &BindTSIGKeyWebhook{}
+)
+
+// DefaultTSIGAlgorithm is the algorithm of keys that name none.
+const DefaultTSIGAlgorithm v1alpha1.TSIGAlgorithm = "hmac-sha256"
+
+// reservedKeyNames are key names the operator or BIND use themselves.
+var reservedKeyNames = map[string]string{
+	"rndc-key": "it is BIND's control-channel key",
+}
+
+// Default fills keyName, algorithm and secretName and normalises the
+// secret template.
+func (w *BindTSIGKeyWebhook) Default(_ context.Context, k *v1alpha1.BindTSIGKey) error {
+	DefaultBindTSIGKey(k)
+	return nil
+}
+
+// DefaultBindTSIGKey: keyName = metadata.name (lowercase, no trailing dot,
+// as on the wire TSIG names compare case-insensitively), algorithm =
+// hmac-sha256, secretName = "<name>-tsig"; empty template maps are dropped,
+// then an empty template, so that "secretTemplate: {}" and no template are
+// one stored form.
+func DefaultBindTSIGKey(k *v1alpha1.BindTSIGKey) {
+	s := &k.Spec
+	if s.KeyName == "" {
+		s.KeyName = v1alpha1.DomainName(k.Name)
+	}
+	s.KeyName = v1alpha1.DomainName(records.CanonicalZone(string(s.KeyName)))
+	if s.Algorithm == "" {
+		s.Algorithm = DefaultTSIGAlgorithm
+	}
+	if s.SecretName == "" && k.Name != "" {
+		s.SecretName = k.Name + "-tsig"
+	}
+	if t := s.SecretTemplate; t != nil {
+		if len(t.Labels) == 0 {
+			t.Labels = nil
+		}
+		if len(t.Annotations) == 0 {
+			t.Annotations = nil
+		}
+		if t.Labels == nil && t.Annotations == nil {
+			s.SecretTemplate = nil
+		}
+	}
+}
+
+// ValidateCreate validates a new key.
+func (w *BindTSIGKeyWebhook) ValidateCreate(ctx context.Context, k *v1alpha1.BindTSIGKey) (admission.Warnings, error) {
+	return w.validate(ctx, nil, k)
+}
+
+// ValidateUpdate validates a change.
+func (w *BindTSIGKeyWebhook) ValidateUpdate(ctx context.Context, oldK, newK *v1alpha1.BindTSIGKey) (admission.Warnings, error) {
+	return w.validate(ctx, oldK, newK)
+}
+
+// ValidateDelete allows every deletion.
+func (w *BindTSIGKeyWebhook) ValidateDelete(context.Context, *v1alpha1.BindTSIGKey) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (w *BindTSIGKeyWebhook) validate(ctx context.Context, oldK, k *v1alpha1.BindTSIGKey) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	errs := ValidateBindTSIGKeySpec(&k.Spec, spec)
+	if oldK != nil {
+		errs = append(errs, immutable(string(oldK.Spec.KeyName), string(k.Spec.KeyName), spec.Child("keyName"), "clients sign with it; create a new BindTSIGKey instead")...)
+		errs = append(errs, immutable(string(oldK.Spec.Algorithm), string(k.Spec.Algorithm), spec.Child("algorithm"), "the material was generated for it; create a new BindTSIGKey instead")...)
+		errs = append(errs, immutable(oldK.Spec.SecretName, k.Spec.SecretName, spec.Child("secretName"), "create a new BindTSIGKey to use another Secret")...)
+		if oldK.Spec.ImportExisting != k.Spec.ImportExisting {
+			errs = append(errs, field.Invalid(spec.Child("importExisting"), k.Spec.ImportExisting, "importExisting is immutable: switching it would start or stop managing a Secret the operator did not create; create a new BindTSIGKey instead"))
+		}
+	}
+	var warns admission.Warnings
+	f := refs{r: w.Reader, ns: namespaceOf(ctx, k.Namespace)}
+	if k.Spec.SecretName != "" {
+		var sec corev1.Secret
+		found := f.get(ctx, k.Spec.SecretName, &sec, &warns)
+		switch {
+		case k.Spec.ImportExisting && !found && f.r != nil:
+			warns = append(warns, fmt.Sprintf("spec.secretName: Secret %q does not exist yet; an imported key stays not Ready until it does", k.Spec.SecretName))
+		case !k.Spec.ImportExisting && found && oldK == nil && sec.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue:
+			warns = append(warns, fmt.Sprintf("spec.secretName: Secret %q already exists and was not created by the operator; it will not be overwritten, so set importExisting: true to adopt it", k.Spec.SecretName))
+		}
+		var keys v1alpha1.BindTSIGKeyList
+		if f.list(ctx, &keys, &warns) {
+			for _, o := range keys.Items {
+				if o.Name != k.Name && o.Spec.SecretName == k.Spec.SecretName {
+					errs = append(errs, field.Duplicate(spec.Child("secretName"), fmt.Sprintf("%s (already used by BindTSIGKey %q); each key needs its own Secret", k.Spec.SecretName, o.Name)))
+					break
+				}
+			}
+		}
+	}
+	return warns, invalid("BindTSIGKey", k.Name, errs)
+}
+
+// ValidateBindTSIGKeySpec checks a key spec without other objects.
+func ValidateBindTSIGKeySpec(s *v1alpha1.BindTSIGKeySpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.KeyName != "" {
+		kn := records.CanonicalZone(string(s.KeyName))
+		errs = append(errs, ValidateDomainName(kn, fldPath.Child("keyName"))...)
+		if kn == "." {
+			errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, "a key needs a name such as transfer-key or update.example.com"))
+		}
+		if why, ok := reservedKeyNames[kn]; ok {
+			errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, fmt.Sprintf("%q is reserved (%s); choose another keyName", kn, why)))
+		}
+	}
+	if t := s.SecretTemplate; t != nil {
+		tp := fldPath.Child("secretTemplate")
+		for k, v := range t.Labels {
+			p := tp.Child("labels").Key(k)
+			for _, m := range validation.IsQualifiedName(k) {
+				errs = append(errs, field.Invalid(p, k, "label key: "+m))
+			}
+			for _, m := range validation.IsValidLabelValue(v) {
+				errs = append(errs, field.Invalid(p, v, "label value: "+m))
+			}
+			if k == v1alpha1.LabelManagedBy || strings.HasPrefix(k, reservedLabelPrefix) {
+				errs = append(errs, field.Invalid(p, k, "this label is reserved for the operator, whose own labels always win; use another key"))
+			}
+		}
+		for k := range t.Annotations {
+			for _, m := range validation.IsQualifiedName(k) {
+				errs = append(errs, field.Invalid(tp.Child("annotations").Key(k), k, "annotation key: "+m))
+			}
+		}
+	}
+	return errs
+}

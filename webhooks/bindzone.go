@@ -1,0 +1,263 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
+)
+
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-bindzone,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindzones,verbs=create;update,versions=v1alpha1,name=mbindzone.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-bindzone,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindzones,verbs=create;update,versions=v1alpha1,name=vbindzone.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent
+
+// BindZoneWebhook defaults and validates BindZones.
+type BindZoneWebhook struct {
+	Reader client.Reader
+}
+
+var (
+	_ admission.Defaulter[*v1alpha1.BindZone] = &BindZoneWebhook{}
+	_ admission.Validator[*v1alpha1.BindZone] = &BindZoneWebhook{}
+)
+
+// Seed SOA timers (DESIGN §3.6): NOTIFY is the fast path, these bound how
+// stale a secondary can get when a NOTIFY is lost.
+const (
+	soaRefresh int32 = 300
+	soaRetry   int32 = 60
+	soaExpire  int32 = 1209600
+	soaMinimum int32 = 60
+)
+
+// Default normalises the zone; see DefaultBindZoneSpec.
+func (w *BindZoneWebhook) Default(_ context.Context, z *v1alpha1.BindZone) error {
+	DefaultBindZoneSpec(&z.Spec)
+	return nil
+}
+
+// DefaultBindZoneSpec lowercases zoneName and drops its trailing dot, fills
+// type, defaultTTL and the SOA of Primary zones, and canonicalises the
+// records (records package). Bad records are left for validation.
+func DefaultBindZoneSpec(s *v1alpha1.BindZoneSpec) {
+	s.ZoneName = v1alpha1.DomainName(records.CanonicalZone(string(s.ZoneName)))
+	if s.Type == "" {
+		s.Type = v1alpha1.ZonePrimary
+	}
+	if s.Type == v1alpha1.ZonePrimary {
+		if s.DefaultTTL == nil {
+			t := v1alpha1.TTL(records.DefaultTTL)
+			s.DefaultTTL = &t
+		}
+		if s.SOA == nil {
+			s.SOA = &v1alpha1.SOASpec{}
+		}
+		defaultSOA(s.SOA, string(s.ZoneName))
+		if len(s.Records) > 0 {
+			s.Records, _ = records.Canonicalize(string(s.ZoneName), s.Records, int32(*s.DefaultTTL), field.NewPath("spec", "records"))
+		}
+	}
+	if s.Type == v1alpha1.ZoneForward && s.ForwardPolicy == "" {
+		s.ForwardPolicy = v1alpha1.ForwardOnly
+	}
+	defaultAddressList(s.AllowTransfer)
+	defaultAddressList(s.AllowQuery)
+	defaultForwarders(s.Forwarders)
+	defaultRemoteServers(s.Primaries)
+}
+
+func defaultSOA(soa *v1alpha1.SOASpec, zone string) {
+	if soa.PrimaryNameServer == "" {
+		soa.PrimaryNameServer = v1alpha1.DomainName(records.CanonicalZone("ns1." + records.ZoneFQDN(zone)))
+	} else {
+		soa.PrimaryNameServer = v1alpha1.DomainName(records.CanonicalZone(string(soa.PrimaryNameServer)))
+	}
+	if soa.ResponsiblePerson == "" {
+		soa.ResponsiblePerson = v1alpha1.DomainName(records.CanonicalZone("hostmaster." + records.ZoneFQDN(zone)))
+	} else {
+		soa.ResponsiblePerson = v1alpha1.DomainName(records.CanonicalZone(string(soa.ResponsiblePerson)))
+	}
+	if soa.Refresh == nil {
+		soa.Refresh = ptr(soaRefresh)
+	}
+	if soa.Retry == nil {
+		soa.Retry = ptr(soaRetry)
+	}
+	if soa.Expire == nil {
+		soa.Expire = ptr(soaExpire)
+	}
+	if soa.Minimum == nil {
+		soa.Minimum = ptr(soaMinimum)
+	}
+}
+
+// ValidateCreate validates a new zone.
+func (w *BindZoneWebhook) ValidateCreate(ctx context.Context, z *v1alpha1.BindZone) (admission.Warnings, error) {
+	return w.validate(ctx, nil, z)
+}
+
+// ValidateUpdate validates a change.
+func (w *BindZoneWebhook) ValidateUpdate(ctx context.Context, oldZ, newZ *v1alpha1.BindZone) (admission.Warnings, error) {
+	return w.validate(ctx, oldZ, newZ)
+}
+
+// ValidateDelete allows every deletion.
+func (w *BindZoneWebhook) ValidateDelete(context.Context, *v1alpha1.BindZone) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (w *BindZoneWebhook) validate(ctx context.Context, oldZ, z *v1alpha1.BindZone) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	errs := ValidateBindZoneSpec(&z.Spec, spec)
+	if oldZ != nil {
+		errs = append(errs, immutable(records.CanonicalZone(string(oldZ.Spec.ZoneName)), records.CanonicalZone(string(z.Spec.ZoneName)), spec.Child("zoneName"), "create a new BindZone for the other name")...)
+		errs = append(errs, immutable(oldZ.Spec.ClusterRef.Name, z.Spec.ClusterRef.Name, spec.Child("clusterRef", "name"), "create a new BindZone for the other cluster")...)
+		errs = append(errs, immutable(string(oldZ.Spec.Type), string(z.Spec.Type), spec.Child("type"), "delete and recreate the zone to change its type")...)
+	}
+	var warns admission.Warnings
+	errs = append(errs, w.validateReferences(ctx, z, &warns)...)
+	return warns, invalid("BindZone", z.Name, errs)
+}
+
+// ValidateBindZoneSpec checks a zone spec without other objects: the zone
+// name, record data and the rules between record sets, SOA names, and the
+// address lists.
+func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	zone := records.CanonicalZone(string(s.ZoneName))
+	errs = append(errs, ValidateDomainName(zone, fldPath.Child("zoneName"))...)
+	if s.Type == v1alpha1.ZonePrimary && zone == "." {
+		errs = append(errs, field.Invalid(fldPath.Child("zoneName"), s.ZoneName, "the root zone cannot be a Primary zone here; use a Forward zone for \".\" or name a real zone"))
+	}
+	if len(s.Records) > 0 {
+		rp := fldPath.Child("records")
+		canon, recErrs := records.Canonicalize(zone, s.Records, records.DefaultTTL, rp)
+		errs = append(errs, recErrs...)
+		if len(recErrs) == 0 {
+			// Paths of the set rules index the canonical list, which is the
+			// stored one whenever the mutating webhook ran.
+			errs = append(errs, records.ValidateSets(zone, canon, rp)...)
+		}
+	}
+	if soa := s.SOA; soa != nil {
+		sp := fldPath.Child("soa")
+		if soa.PrimaryNameServer != "" {
+			errs = append(errs, ValidateDomainName(string(soa.PrimaryNameServer), sp.Child("primaryNameServer"))...)
+		}
+		if soa.ResponsiblePerson != "" {
+			errs = append(errs, ValidateDomainName(string(soa.ResponsiblePerson), sp.Child("responsiblePerson"))...)
+		}
+		if soa.Retry != nil && soa.Refresh != nil && *soa.Retry > *soa.Refresh {
+			errs = append(errs, field.Invalid(sp.Child("retry"), *soa.Retry, fmt.Sprintf("must not exceed refresh (%d); a retry is a faster refresh after a failure", *soa.Refresh)))
+		}
+		if soa.Expire != nil && soa.Refresh != nil && *soa.Expire < *soa.Refresh {
+			errs = append(errs, field.Invalid(sp.Child("expire"), *soa.Expire, fmt.Sprintf("must be at least refresh (%d), or secondaries drop the zone before they try to refresh it", *soa.Refresh)))
+		}
+	}
+	errs = append(errs, ValidateAddressMatchList(s.AllowTransfer, fldPath.Child("allowTransfer"))...)
+	errs = append(errs, ValidateAddressMatchList(s.AllowQuery, fldPath.Child("allowQuery"))...)
+	errs = append(errs, ValidateForwarders(s.Forwarders, fldPath.Child("forwarders"))...)
+	errs = append(errs, ValidateRemoteServers(s.Primaries, fldPath.Child("primaries"))...)
+	return errs
+}
+
+// validateReferences checks the objects the zone names. The cluster's
+// mode decides which zone types make sense: an Authoritative cluster runs
+// with recursion off, and BIND consults Forward and Stub zones only while
+// recursing, so such a zone would silently never be used.
+func (w *BindZoneWebhook) validateReferences(ctx context.Context, z *v1alpha1.BindZone, warns *admission.Warnings) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	f := refs{r: w.Reader, ns: namespaceOf(ctx, z.Namespace)}
+	var cluster v1alpha1.BindCluster
+	if f.expect(ctx, "spec.clusterRef", "BindCluster", z.Spec.ClusterRef.Name, &cluster, warns) {
+		if cluster.Spec.Mode == v1alpha1.ModeAuthoritative && (z.Spec.Type == v1alpha1.ZoneForward || z.Spec.Type == v1alpha1.ZoneStub) {
+			errs = append(errs, field.Invalid(spec.Child("type"), z.Spec.Type, fmt.Sprintf("BindCluster %q is Authoritative (recursion off), and BIND uses %s zones only when recursing; put the zone on a Resolver cluster", cluster.Name, z.Spec.Type)))
+		}
+	}
+	if z.Spec.ViewRef != nil {
+		var view v1alpha1.BindView
+		if f.expect(ctx, "spec.viewRef", "BindView", z.Spec.ViewRef.Name, &view, warns) && view.Spec.ClusterRef.Name != z.Spec.ClusterRef.Name {
+			errs = append(errs, field.Invalid(spec.Child("viewRef", "name"), z.Spec.ViewRef.Name, fmt.Sprintf("BindView %q belongs to cluster %q, not %q; name a view of the zone's cluster", view.Name, view.Spec.ClusterRef.Name, z.Spec.ClusterRef.Name)))
+		}
+	} else {
+		var views v1alpha1.BindViewList
+		if f.list(ctx, &views, warns) {
+			for _, v := range views.Items {
+				if v.Spec.ClusterRef.Name == z.Spec.ClusterRef.Name {
+					errs = append(errs, field.Required(spec.Child("viewRef"), fmt.Sprintf("cluster %q has views (e.g. %q) and BIND puts every zone of such a cluster in a view; set viewRef", z.Spec.ClusterRef.Name, v.Name)))
+					break
+				}
+			}
+		}
+	}
+	if z.Spec.UpdateKeyRef != nil {
+		f.expect(ctx, "spec.updateKeyRef", "BindTSIGKey", z.Spec.UpdateKeyRef.Name, &v1alpha1.BindTSIGKey{}, warns)
+	}
+	if z.Spec.DNSSECPolicyRef != nil {
+		f.expect(ctx, "spec.dnssecPolicyRef", "BindDNSSECPolicy", z.Spec.DNSSECPolicyRef.Name, &v1alpha1.BindDNSSECPolicy{}, warns)
+	}
+	if z.Spec.CatalogZoneRef != nil {
+		var cat v1alpha1.BindCatalogZone
+		if f.expect(ctx, "spec.catalogZoneRef", "BindCatalogZone", z.Spec.CatalogZoneRef.Name, &cat, warns) && cat.Spec.ClusterRef.Name != z.Spec.ClusterRef.Name {
+			errs = append(errs, field.Invalid(spec.Child("catalogZoneRef", "name"), z.Spec.CatalogZoneRef.Name, fmt.Sprintf("BindCatalogZone %q belongs to cluster %q, not %q; name a catalog of the zone's cluster", cat.Name, cat.Spec.ClusterRef.Name, z.Spec.ClusterRef.Name)))
+		}
+	}
+	f.addressListRefs(ctx, "spec.allowTransfer", z.Spec.AllowTransfer, warns)
+	f.addressListRefs(ctx, "spec.allowQuery", z.Spec.AllowQuery, warns)
+	f.remoteServerRefs(ctx, "spec.primaries", z.Spec.Primaries, warns)
+	errs = append(errs, zoneNameTaken(ctx, f, z.Spec.ClusterRef.Name, viewName(z.Spec.ViewRef), string(z.Spec.ZoneName), "BindZone", z.Name, spec.Child("zoneName"), warns)...)
+	return errs
+}
+
+func viewName(r *v1alpha1.LocalObjectReference) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
+
+// zoneNameTaken rejects a zone name that another BindZone (same cluster and
+// view), BindCatalogZone or BindPolicy (same cluster) already serves: BIND
+// refuses a config that declares a zone twice, so the second object would
+// break the whole cluster's config, not just itself.
+func zoneNameTaken(ctx context.Context, f refs, cluster, view, zoneName, selfKind, selfName string, p *field.Path, warns *admission.Warnings) field.ErrorList {
+	zn := records.CanonicalZone(zoneName)
+	taken := func(kind, name string) *field.Error {
+		return field.Duplicate(p, fmt.Sprintf("%s (already served on cluster %q by %s %q); a cluster serves each zone once, choose another name", zn, cluster, kind, name))
+	}
+	var zones v1alpha1.BindZoneList
+	if f.list(ctx, &zones, warns) {
+		for _, o := range zones.Items {
+			if (selfKind == "BindZone" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || records.CanonicalZone(string(o.Spec.ZoneName)) != zn {
+				continue
+			}
+			if selfKind != "BindZone" || viewName(o.Spec.ViewRef) == view {
+				return field.ErrorList{taken("BindZone", o.Name)}
+			}
+		}
+	}
+	var cats v1alpha1.BindCatalogZoneList
+	if f.list(ctx, &cats, warns) {
+		for _, o := range cats.Items {
+			if (selfKind == "BindCatalogZone" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || records.CanonicalZone(string(o.Spec.ZoneName)) != zn {
+				continue
+			}
+			return field.ErrorList{taken("BindCatalogZone", o.Name)}
+		}
+	}
+	var pols v1alpha1.BindPolicyList
+	if f.list(ctx, &pols, warns) {
+		for _, o := range pols.Items {
+			if (selfKind == "BindPolicy" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || records.CanonicalZone(string(o.Spec.ZoneName)) != zn {
+				continue
+			}
+			return field.ErrorList{taken("BindPolicy", o.Name)}
+		}
+	}
+	return nil
+}

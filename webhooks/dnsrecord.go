@@ -1,0 +1,183 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
+)
+
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-dnsrecord,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create;update,versions=v1alpha1,name=mdnsrecord.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-dnsrecord,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create;update,versions=v1alpha1,name=vdnsrecord.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent
+
+// DNSRecordWebhook defaults and validates DNSRecords.
+type DNSRecordWebhook struct {
+	Reader client.Reader
+}
+
+var (
+	_ admission.Defaulter[*v1alpha1.DNSRecord] = &DNSRecordWebhook{}
+	_ admission.Validator[*v1alpha1.DNSRecord] = &DNSRecordWebhook{}
+)
+
+// zoneOf reads the record's BindZone; nil when it does not exist (yet) or
+// cannot be read.
+func (w *DNSRecordWebhook) zoneOf(ctx context.Context, r *v1alpha1.DNSRecord) *v1alpha1.BindZone {
+	if w.Reader == nil || r.Spec.ZoneRef.Name == "" {
+		return nil
+	}
+	var z v1alpha1.BindZone
+	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: namespaceOf(ctx, r.Namespace), Name: r.Spec.ZoneRef.Name}, &z); err != nil {
+		return nil
+	}
+	return &z
+}
+
+// Default canonicalises the record set against its zone: owner name made
+// relative, rdata canonical, TTL from the zone's defaultTTL. Without the
+// zone (not created yet) only the zone-independent parts are normalised
+// (case of name and type, order and duplicates of values) and the TTL is
+// left unset: guessing would make absolute names and relative rdata wrong.
+func (w *DNSRecordWebhook) Default(ctx context.Context, r *v1alpha1.DNSRecord) error {
+	DefaultDNSRecordSpec(&r.Spec, w.zoneOf(ctx, r))
+	return nil
+}
+
+// DefaultDNSRecordSpec normalises a record set; zone may be nil.
+func DefaultDNSRecordSpec(s *v1alpha1.DNSRecordSpec, zone *v1alpha1.BindZone) {
+	set := v1alpha1.RecordSet{Name: s.Name, Type: s.Type, TTL: s.TTL, Values: s.Values}
+	if zone == nil || zone.Spec.ZoneName == "" {
+		s.Name = v1alpha1.RecordName(strings.ToLower(strings.TrimSpace(string(s.Name))))
+		s.Type = v1alpha1.RecordType(strings.ToUpper(string(s.Type)))
+		if s.Values != nil {
+			vs := append([]string(nil), s.Values...)
+			sort.Strings(vs)
+			s.Values = dedupSorted(vs)
+		}
+		return
+	}
+	ttl := records.DefaultTTL
+	if zone.Spec.DefaultTTL != nil {
+		ttl = int32(*zone.Spec.DefaultTTL)
+	}
+	out, _ := records.CanonicalizeSet(string(zone.Spec.ZoneName), set, ttl, field.NewPath("spec"))
+	s.Name, s.Type, s.TTL, s.Values = out.Name, out.Type, out.TTL, out.Values
+}
+
+func dedupSorted(vs []string) []string {
+	out := vs[:0]
+	for i, v := range vs {
+		if i == 0 || v != vs[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// ValidateCreate validates a new record.
+func (w *DNSRecordWebhook) ValidateCreate(ctx context.Context, r *v1alpha1.DNSRecord) (admission.Warnings, error) {
+	return w.validate(ctx, nil, r)
+}
+
+// ValidateUpdate validates a change.
+func (w *DNSRecordWebhook) ValidateUpdate(ctx context.Context, oldR, newR *v1alpha1.DNSRecord) (admission.Warnings, error) {
+	return w.validate(ctx, oldR, newR)
+}
+
+// ValidateDelete allows every deletion.
+func (w *DNSRecordWebhook) ValidateDelete(context.Context, *v1alpha1.DNSRecord) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (w *DNSRecordWebhook) validate(ctx context.Context, oldR, r *v1alpha1.DNSRecord) (admission.Warnings, error) {
+	spec := field.NewPath("spec")
+	var warns admission.Warnings
+	zone := w.zoneOf(ctx, r)
+	zoneName := ""
+	if zone != nil {
+		zoneName = string(zone.Spec.ZoneName)
+	} else if w.Reader != nil {
+		warns = append(warns, missing("spec.zoneRef", "BindZone", r.Spec.ZoneRef.Name, namespaceOf(ctx, r.Namespace))+"; the record's name and data were checked without the zone")
+	}
+	errs := ValidateDNSRecordSpec(&r.Spec, zoneName, spec)
+	if oldR != nil {
+		errs = append(errs, immutable(oldR.Spec.ZoneRef.Name, r.Spec.ZoneRef.Name, spec.Child("zoneRef", "name"), "create a new DNSRecord in the other zone")...)
+		errs = append(errs, immutable(string(oldR.Spec.Name), string(r.Spec.Name), spec.Child("name"), "create a new DNSRecord for the other name")...)
+		errs = append(errs, immutable(string(oldR.Spec.Type), string(r.Spec.Type), spec.Child("type"), "create a new DNSRecord for the other type")...)
+	}
+	if zone != nil {
+		errs = append(errs, validateAgainstZone(r, zone, spec, &warns)...)
+	}
+	return warns, invalid("DNSRecord", r.Name, errs)
+}
+
+// ValidateDNSRecordSpec checks the record set. zoneName "" (zone unknown)
+// still checks the data's syntax, reading relative names as if the zone
+// were the root, but cannot tell whether an absolute owner is in the zone.
+func ValidateDNSRecordSpec(s *v1alpha1.DNSRecordSpec, zoneName string, fldPath *field.Path) field.ErrorList {
+	zone := zoneName
+	if zone == "" {
+		zone = "."
+	}
+	name := string(s.Name)
+	if zoneName == "" && strings.HasSuffix(name, ".") {
+		name = strings.TrimSuffix(name, ".")
+		if name == "" {
+			name = "@"
+		}
+	}
+	set := v1alpha1.RecordSet{Name: v1alpha1.RecordName(name), Type: s.Type, TTL: s.TTL, Values: s.Values}
+	canon, errs := records.CanonicalizeSet(zone, set, records.DefaultTTL, fldPath)
+	if len(errs) > 0 {
+		return errs
+	}
+	if canon.Name == records.Apex && (canon.Type == "NS" || canon.Type == "DS" || canon.Type == "CNAME") {
+		errs = append(errs, field.Invalid(fldPath.Child("type"), s.Type, "apex NS, DS and CNAME records cannot be managed by a DNSRecord: NS belong to the BindZone, DS to the parent zone, and a CNAME cannot sit at the apex"))
+	}
+	if canon.Type == "CNAME" && len(canon.Values) != 1 {
+		errs = append(errs, field.TooMany(fldPath.Child("values"), len(canon.Values), 1))
+	}
+	return errs
+}
+
+// validateAgainstZone checks what needs the zone: it must be a Primary
+// zone, the record must not collide with the zone's inline records (two
+// owners of one RRset would overwrite each other on every reconcile), and
+// CNAME exclusivity holds across both.
+func validateAgainstZone(r *v1alpha1.DNSRecord, z *v1alpha1.BindZone, spec *field.Path, warns *admission.Warnings) field.ErrorList {
+	var errs field.ErrorList
+	if z.Spec.Type != "" && z.Spec.Type != v1alpha1.ZonePrimary {
+		return field.ErrorList{field.Invalid(spec.Child("zoneRef", "name"), r.Spec.ZoneRef.Name, fmt.Sprintf("BindZone %q is a %s zone; DNSRecords can only update Primary zones", z.Name, z.Spec.Type))}
+	}
+	if z.Spec.UpdateKeyRef == nil {
+		*warns = append(*warns, fmt.Sprintf("spec.zoneRef: BindZone %q has no updateKeyRef; DNSRecords are sent as UPDATEs signed with that key, so set spec.updateKeyRef on the zone", z.Name))
+	}
+	zone := string(z.Spec.ZoneName)
+	name, err := records.RelativeName(zone, string(r.Spec.Name))
+	if err != nil {
+		return nil // reported by ValidateDNSRecordSpec
+	}
+	typ := strings.ToUpper(string(r.Spec.Type))
+	for _, s := range z.Spec.Records {
+		sn, err := records.RelativeName(zone, string(s.Name))
+		if err != nil || sn != name {
+			continue
+		}
+		st := strings.ToUpper(string(s.Type))
+		switch {
+		case st == typ:
+			errs = append(errs, field.Duplicate(spec.Child("name"), fmt.Sprintf("%s %s is already declared in BindZone %q spec.records; manage it in one place", name, typ, z.Name)))
+		case st == "CNAME" || typ == "CNAME":
+			errs = append(errs, field.Invalid(spec.Child("type"), typ, fmt.Sprintf("BindZone %q declares %s at %s, and a CNAME cannot coexist with other records at a name; remove one of them", z.Name, st, name)))
+		}
+	}
+	return errs
+}

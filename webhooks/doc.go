@@ -1,0 +1,18 @@
+// Package webhooks holds the admission webhooks of the nine bind.unkin.net
+// kinds: one struct per kind implementing controller-runtime's typed
+// admission.Defaulter and admission.Validator, pure validation functions
+// returning field.ErrorList, and the CEL policy engine that judges the
+// option statements a user may add to named.conf.
+//
+// Order of the checks: the mutating webhook runs before the CRD's schema
+// and CEL rules, so defaulting must cope with any input (it never fails on
+// bad data: it leaves it for validation). The validating webhook runs after
+// the CRD rules and adds what they cannot express: parsing (record data,
+// option statements), rules across list items, and rules that need other
+// objects (references, the cluster's mode, pod IPs).
+//
+// Missing references are warnings, not errors: GitOps tools apply objects
+// in any order, and the controllers report the missing object in status.
+// A reference to an object that exists but cannot work (a view of another
+// cluster, a Forward zone on an Authoritative cluster) is an error.
+package webhooks

@@ -1,0 +1,127 @@
+package webhooks
+
+import (
+	"fmt"
+	"net/netip"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// DefaultBindImage is the BIND 9.18 image a BindCluster runs when
+// spec.image is empty and Options.DefaultImage is not set.
+const DefaultBindImage = "docker.io/internetsystemsconsortium/bind9:9.18"
+
+// Options configure the webhooks. The zero value works: default image,
+// pod CIDRs derived from Nodes only when DerivePodCIDRsFromNodes is set.
+type Options struct {
+	// PodCIDRs are the cluster's pod address ranges. Option statements that
+	// name an address inside them are rejected (DESIGN §3.3).
+	PodCIDRs []netip.Prefix
+	// DerivePodCIDRsFromNodes reads Nodes' spec.podCIDRs at admission when
+	// PodCIDRs is empty. Needs list on nodes.
+	DerivePodCIDRsFromNodes bool
+	// DefaultImage fills BindCluster spec.image. Empty: DefaultBindImage.
+	DefaultImage string
+	// DefaultAgentImage fills BindCluster spec.agentImage (the operator's
+	// own image). Empty: left unset for the controller to decide.
+	DefaultAgentImage string
+	// Rules replace the policy rules for option statements. Nil: PodIPRules.
+	Rules []Rule
+	// Reader reads referenced objects, Pods and Nodes. Nil: the manager's
+	// API reader (uncached, so admission sees objects created a moment ago).
+	Reader client.Reader
+}
+
+// SetupWithManager registers the defaulting and validating webhooks of all
+// nine kinds on mgr's webhook server.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	ws, err := newWebhooks(mgr.GetAPIReader(), opts)
+	if err != nil {
+		return err
+	}
+	return ws.register(mgr)
+}
+
+// webhooks is the set of per-kind webhooks sharing one reader and engine.
+type webhooks struct {
+	cluster  *BindClusterWebhook
+	zone     *BindZoneWebhook
+	record   *DNSRecordWebhook
+	view     *BindViewWebhook
+	key      *BindTSIGKeyWebhook
+	acl      *BindACLWebhook
+	catalog  *BindCatalogZoneWebhook
+	policy   *BindPolicyWebhook
+	dnssec   *BindDNSSECPolicyWebhook
+}
+
+func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
+	if opts.Reader != nil {
+		r = opts.Reader
+	}
+	rules := opts.Rules
+	if rules == nil {
+		rules = PodIPRules
+	}
+	engine, err := NewPolicyEngine(rules)
+	if err != nil {
+		return nil, fmt.Errorf("compiling webhook policy rules: %w", err)
+	}
+	image := opts.DefaultImage
+	if image == "" {
+		image = DefaultBindImage
+	}
+	w := &webhooks{
+		cluster: &BindClusterWebhook{Reader: r, Engine: engine, DefaultImage: image, DefaultAgentImage: opts.DefaultAgentImage,
+			PodNetwork: podNetworkSource{r: r, cidrs: opts.PodCIDRs, deriveFromNode: opts.DerivePodCIDRsFromNodes}},
+		zone:    &BindZoneWebhook{Reader: r},
+		record:  &DNSRecordWebhook{Reader: r},
+		view:    &BindViewWebhook{Reader: r},
+		key:     &BindTSIGKeyWebhook{Reader: r},
+		acl:     &BindACLWebhook{Reader: r},
+		catalog: &BindCatalogZoneWebhook{Reader: r},
+		policy:  &BindPolicyWebhook{Reader: r},
+		dnssec:  &BindDNSSECPolicyWebhook{},
+	}
+	return w, nil
+}
+
+func (w *webhooks) register(mgr ctrl.Manager) error {
+	for _, f := range []func() error{
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindCluster{}).WithDefaulter(w.cluster).WithValidator(w.cluster).Complete()
+		},
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindZone{}).WithDefaulter(w.zone).WithValidator(w.zone).Complete()
+		},
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.DNSRecord{}).WithDefaulter(w.record).WithValidator(w.record).Complete()
+		},
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindView{}).WithDefaulter(w.view).WithValidator(w.view).Complete()
+		},
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindTSIGKey{}).WithDefaulter(w.key).WithValidator(w.key).Complete()
+		},
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindACL{}).WithDefaulter(w.acl).WithValidator(w.acl).Complete()
+		},
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindCatalogZone{}).WithDefaulter(w.catalog).WithValidator(w.catalog).Complete()
+		},
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindPolicy{}).WithDefaulter(w.policy).WithValidator(w.policy).Complete()
+		},
+		func() error {
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindDNSSECPolicy{}).WithDefaulter(w.dnssec).WithValidator(w.dnssec).Complete()
+		},
+	} {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
