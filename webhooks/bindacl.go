@@ -119,4 +119,3 @@ func findCycle(graph map[string][]string, start string) []string {
 	}
 	return nil
 }
-

@@ -47,15 +47,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 // webhooks is the set of per-kind webhooks sharing one reader and engine.
 type webhooks struct {
-	cluster  *BindClusterWebhook
-	zone     *BindZoneWebhook
-	record   *DNSRecordWebhook
-	view     *BindViewWebhook
-	key      *BindTSIGKeyWebhook
-	acl      *BindACLWebhook
-	catalog  *BindCatalogZoneWebhook
-	policy   *BindPolicyWebhook
-	dnssec   *BindDNSSECPolicyWebhook
+	cluster *BindClusterWebhook
+	zone    *BindZoneWebhook
+	record  *DNSRecordWebhook
+	view    *BindViewWebhook
+	key     *BindTSIGKeyWebhook
+	acl     *BindACLWebhook
+	catalog *BindCatalogZoneWebhook
+	policy  *BindPolicyWebhook
+	dnssec  *BindDNSSECPolicyWebhook
 }
 
 func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
