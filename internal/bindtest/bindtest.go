@@ -176,7 +176,7 @@ func start(tb testing.TB, dir string, opts Options) (*Server, error) {
 	tb.Cleanup(s.Stop)
 	if err := s.waitReady(opts.StartTimeout); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("%w\n--- named log ---\n%s", err, s.Log())
+		return nil, fmt.Errorf("%w\n--- named log ---\n%s", err, tail(s.Log(), 40))
 	}
 	return s, nil
 }
@@ -260,9 +260,17 @@ func (s *Server) Stop() {
 			s.tb.Logf("bindtest: named pid %d did not exit within 10s", s.cmd.Process.Pid)
 		}
 		if s.tb.Failed() {
-			s.tb.Logf("--- named log (%s) ---\n%s", s.DNSAddr, s.Log())
+			s.tb.Logf("--- named log (%s), last lines ---\n%s", s.DNSAddr, tail(s.Log(), 40))
 		}
 	})
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // Log returns what named wrote so far.
