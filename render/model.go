@@ -24,9 +24,10 @@ type model struct {
 	keys     []TSIGKey         // sorted by BIND name, deduplicated
 	keyByObj map[string]string // BindTSIGKey object name -> BIND key name
 
-	acls     []aclDef
-	aclNames map[string]bool
-	views    []*viewDef // sorted by (order, name); empty without views
+	acls       []aclDef
+	aclNames   map[string]bool
+	views      []*viewDef // sorted by (order, name); empty without views
+	viewByName map[string]*viewDef
 
 	// Outside views, zones and policies hang off the top level.
 	global *viewDef
@@ -78,12 +79,13 @@ func byName[T any](items []T, name func(*T) (string, string)) []*T {
 func newModel(in Input) (*model, error) {
 	c := in.Cluster
 	m := &model{
-		in:       in,
-		paths:    in.Paths,
-		cluster:  c,
-		dnsPort:  c.Spec.Ports.DNS,
-		keyByObj: map[string]string{},
-		global:   &viewDef{owners: map[string]string{}},
+		in:         in,
+		paths:      in.Paths,
+		cluster:    c,
+		dnsPort:    c.Spec.Ports.DNS,
+		keyByObj:   map[string]string{},
+		viewByName: map[string]*viewDef{},
+		global:     &viewDef{owners: map[string]string{}},
 	}
 	if m.dnsPort == 0 {
 		m.dnsPort = 53
@@ -136,14 +138,7 @@ func (m *model) scopes() []*viewDef {
 	return m.views
 }
 
-func (m *model) view(ref string) *viewDef {
-	for _, v := range m.views {
-		if v.name == ref {
-			return v
-		}
-	}
-	return nil
-}
+func (m *model) view(ref string) *viewDef { return m.viewByName[ref] }
 
 // claim records that owner declares zone in scope v; two owners of one zone
 // in one scope would make named refuse the whole config.
@@ -166,7 +161,9 @@ func (m *model) loadViews() error {
 		if err := safeName("BindView name", v.Name); err != nil {
 			return err
 		}
-		m.views = append(m.views, &viewDef{name: v.Name, obj: v, owners: map[string]string{}})
+		d := &viewDef{name: v.Name, obj: v, owners: map[string]string{}}
+		m.views = append(m.views, d)
+		m.viewByName[v.Name] = d
 	}
 	return nil
 }
