@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"os"
+	"os/exec"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -11,6 +13,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/render"
 )
 
 // managerOptions are the manager's command-line flags.
@@ -18,6 +22,7 @@ type managerOptions struct {
 	metricsAddr    string
 	probeAddr      string
 	leaderElection bool
+	cluster        controllers.ClusterOptions
 }
 
 func newScheme() (*runtime.Scheme, error) {
@@ -37,12 +42,26 @@ func runManager(args []string) error {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader so only one manager reconciles at a time")
+	fs.StringVar(&o.cluster.BindImage, "bind-image", controllers.DefaultBindImage, "BIND 9.18 image for clusters that set none")
+	fs.StringVar(&o.cluster.AgentImage, "agent-image", controllers.DefaultAgentImage, "agent sidecar image (this operator's image) for clusters that set none")
+	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
+	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	setupLog := ctrl.Log.WithName("setup")
+	o.cluster.OperatorPodLabels = map[string]string{"app.kubernetes.io/name": "bind-operator"}
+	if path, err := exec.LookPath(o.cluster.NamedCheckconf); err == nil {
+		o.cluster.NamedCheckconf = path
+	} else {
+		// The image ships named-checkconf; running without it means a
+		// broken render is only caught when named fails to start.
+		setupLog.Error(err, "named-checkconf not found: rendered configs will not be checked before they roll out")
+		o.cluster.NamedCheckconf = ""
+	}
 
 	scheme, err := newScheme()
 	if err != nil {
@@ -56,6 +75,13 @@ func runManager(args []string) error {
 		LeaderElectionID:       "bind-operator.bind.unkin.net",
 	})
 	if err != nil {
+		return err
+	}
+	if err := (&controllers.BindClusterReconciler{
+		Client:  mgr.GetClient(),
+		Options: o.cluster,
+		Paths:   render.DefaultPaths(),
+	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

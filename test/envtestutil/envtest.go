@@ -16,6 +16,9 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
+// ServiceCIDR is the API server's Service ClusterIP range in every suite.
+const ServiceCIDR = "198.19.0.0/16"
+
 // RepoRoot is the repository's top folder, found from this source file.
 func RepoRoot() string {
 	_, file, _, _ := goruntime.Caller(0)
@@ -49,10 +52,14 @@ func NewEnvironment() (*envtest.Environment, error) {
 			return nil, fmt.Errorf("%s not found in %s: run `make envtest` to build it from the Go module proxy", b, assets)
 		}
 	}
-	return &envtest.Environment{
+	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme(),
-	}, nil
+	}
+	// ClusterIPs come from the benchmarking range (DESIGN §7), so nothing a
+	// test might send to a Service address can leave the machine's test hosts.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDR)
+	return env, nil
 }

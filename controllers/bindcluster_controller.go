@@ -1,0 +1,373 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
+)
+
+// controlKeyEntry holds the rndc control key's material in the keys Secret.
+// It is generated once and reused, so the hash does not change on reconcile.
+const controlKeyEntry = "control.secret"
+
+// Condition reasons of a BindCluster.
+const (
+	ReasonRenderFailed = "RenderFailed"
+	ReasonCheckFailed  = "ConfigRejected"
+	ReasonConfigValid  = "Checked"
+	ReasonRollingOut   = "RollingOut"
+	ReasonUpToDate     = "UpToDate"
+	ReasonAllReady     = "AllReplicasReady"
+	ReasonNotReady     = "ReplicasNotReady"
+	ReasonWaiting      = "WaitingForPrimaryService"
+)
+
+// BindClusterReconciler renders a BindCluster's configuration and runs it as
+// a StatefulSet. It never replaces a running config with one that
+// named-checkconf rejects.
+type BindClusterReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Options  ClusterOptions
+	Paths    render.Paths
+}
+
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones;bindviews;bindacls;bindtsigkeys;bindcatalogzones;bindpolicies;binddnssecpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one BindCluster's owned objects in line with its spec.
+func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var cluster bindv1alpha1.BindCluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if cluster.DeletionTimestamp != nil {
+		// Owner references let the garbage collector remove the rest.
+		return ctrl.Result{}, nil
+	}
+	status := cluster.Status.DeepCopy()
+	status.ObservedGeneration = cluster.Generation
+
+	result, err := r.reconcile(ctx, &cluster, status)
+	if uerr := r.updateStatus(ctx, &cluster, status); uerr != nil {
+		return ctrl.Result{}, errors.Join(err, uerr)
+	}
+	return result, err
+}
+
+func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+
+	// Services first: the primary Service's ClusterIP is the only address
+	// restart-scoped config may name, and it exists as soon as the Service does.
+	primaryIP, err := r.applyServices(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	status.PrimaryAddress, err = TransferAddress(ctx, r.Client, cluster, primaryIP)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	controlKey, err := r.controlKey(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in, err := gatherInput(ctx, r.Client, cluster, primaryIP, controlKey, r.Paths)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rendered, err := render.Render(in)
+	if err != nil {
+		// Usually something referenced does not exist yet (a key's Secret):
+		// try again shortly, and leave the running config alone.
+		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
+		r.setCondition(cluster, status, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, ReasonRenderFailed, msg)
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonRenderFailed, "Render", msg)
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	rendered.SecretData[controlKeyEntry] = []byte(controlKey.Secret)
+	hash := render.ConfigHash(rendered)
+
+	running, err := r.runningHash(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if hash != running && r.Options.NamedCheckconf != "" {
+		if err := render.Check(ctx, in, r.Options.NamedCheckconf); err != nil {
+			msg := fmt.Sprintf("named-checkconf rejected the new configuration, so the pods keep running the previous one: %v", err)
+			logger.Info("rendered config rejected", "cluster", cluster.Name, "reason", err.Error())
+			r.setCondition(cluster, status, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, ReasonCheckFailed, msg)
+			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonCheckFailed, "Check", msg)
+			return ctrl.Result{}, nil
+		}
+	}
+	r.setCondition(cluster, status, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
+
+	if err := r.applyConfig(ctx, cluster, rendered); err != nil {
+		return ctrl.Result{}, err
+	}
+	sts, err := r.applyStatefulSet(ctx, cluster, hash)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.applyPolicies(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	if hash != running && running != "" {
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, ReasonRollingOut, "Roll", "configuration changed (hash %s), rolling the pods once", shortHash(hash))
+	}
+	status.ConfigHash = hash
+	r.observeStatefulSet(cluster, status, sts)
+	return ctrl.Result{}, nil
+}
+
+// TransferAddress is where secondaries transfer from: the primary Service's
+// ClusterIP, or the primary pod's IP while the Service has none (headless or
+// not yet allocated). Only the status shows the fallback; config never does.
+func TransferAddress(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, clusterIP string) (string, error) {
+	if clusterIP != "" {
+		return clusterIP, nil
+	}
+	var pod corev1.Pod
+	err := c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: primaryPodName(cluster)}, &pod)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	return pod.Status.PodIP, err
+}
+
+// controlKey returns the rndc control key, generated once into the keys Secret.
+func (r *BindClusterReconciler) controlKey(ctx context.Context, cluster *bindv1alpha1.BindCluster) (render.TSIGKey, error) {
+	key := render.TSIGKey{Name: "bind-operator-control", Algorithm: "hmac-sha256"}
+	var s corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: keysSecretName(cluster)}, &s)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return key, err
+	}
+	if existing := s.Data[controlKeyEntry]; len(existing) > 0 {
+		key.Secret = string(existing)
+		return key, nil
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return key, err
+	}
+	key.Secret = base64.StdEncoding.EncodeToString(buf)
+	return key, nil
+}
+
+// runningHash is the hash on the StatefulSet's pod template, "" before the
+// first rollout.
+func (r *BindClusterReconciler) runningHash(ctx context.Context, cluster *bindv1alpha1.BindCluster) (string, error) {
+	var sts appsv1.StatefulSet
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: statefulSetName(cluster)}, &sts)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return sts.Spec.Template.Annotations[bindv1alpha1.AnnotationConfigHash], nil
+}
+
+func (r *BindClusterReconciler) own(cluster *bindv1alpha1.BindCluster, obj client.Object) error {
+	return controllerutil.SetControllerReference(cluster, obj, r.Client.Scheme())
+}
+
+func (r *BindClusterReconciler) applyServices(ctx context.Context, cluster *bindv1alpha1.BindCluster) (string, error) {
+	var primaryIP string
+	for _, desired := range buildServices(cluster) {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+		_, err := controllerutil.CreateOrUpdate(ctx, r.Client, svc, func() error {
+			svc.Labels = desired.Labels
+			svc.Annotations = desired.Annotations
+			// ClusterIP is allocated by the API server and immutable; keep it.
+			if svc.Spec.ClusterIP == "" || desired.Spec.ClusterIP == corev1.ClusterIPNone {
+				svc.Spec.ClusterIP = desired.Spec.ClusterIP
+			}
+			svc.Spec.Type = desired.Spec.Type
+			svc.Spec.Selector = desired.Spec.Selector
+			svc.Spec.Ports = mergeServicePorts(svc.Spec.Ports, desired.Spec.Ports)
+			svc.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
+			return r.own(cluster, svc)
+		})
+		if err != nil {
+			return "", fmt.Errorf("service %s: %w", desired.Name, err)
+		}
+		if desired.Name == primarySvcName(cluster) && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			primaryIP = svc.Spec.ClusterIP
+		}
+	}
+	return primaryIP, nil
+}
+
+// mergeServicePorts keeps the node ports the API server allocated.
+func mergeServicePorts(current, desired []corev1.ServicePort) []corev1.ServicePort {
+	out := make([]corev1.ServicePort, len(desired))
+	for i, d := range desired {
+		for _, c := range current {
+			if c.Name == d.Name {
+				d.NodePort = c.NodePort
+			}
+		}
+		out[i] = d
+	}
+	return out
+}
+
+func (r *BindClusterReconciler) applyConfig(ctx context.Context, cluster *bindv1alpha1.BindCluster, rendered render.Result) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(cluster), Namespace: cluster.Namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
+		cm.Labels = objectLabels(cluster)
+		cm.Data = rendered.ConfigData
+		cm.BinaryData = nil
+		return r.own(cluster, cm)
+	}); err != nil {
+		return fmt.Errorf("configmap: %w", err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: keysSecretName(cluster), Namespace: cluster.Namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+		secret.Labels = objectLabels(cluster)
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = rendered.SecretData
+		return r.own(cluster, secret)
+	}); err != nil {
+		return fmt.Errorf("keys secret: %w", err)
+	}
+	return nil
+}
+
+func (r *BindClusterReconciler) applyStatefulSet(ctx context.Context, cluster *bindv1alpha1.BindCluster, hash string) (*appsv1.StatefulSet, error) {
+	desired := buildStatefulSet(cluster, r.Options, r.Paths, hash)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, sts, func() error {
+		sts.Labels = desired.Labels
+		if sts.CreationTimestamp.IsZero() {
+			// Selector, service name and claim templates are immutable.
+			sts.Spec = desired.Spec
+		} else {
+			sts.Spec.Replicas = desired.Spec.Replicas
+			sts.Spec.UpdateStrategy = desired.Spec.UpdateStrategy
+			sts.Spec.PersistentVolumeClaimRetentionPolicy = desired.Spec.PersistentVolumeClaimRetentionPolicy
+			mergePodTemplate(&sts.Spec.Template, &desired.Spec.Template)
+		}
+		return r.own(cluster, sts)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("statefulset: %w", err)
+	}
+	return sts, nil
+}
+
+// mergePodTemplate replaces the template only when what we control differs
+// semantically, so values the API server defaulted do not look like a
+// change and the pod template (and its hash) stays byte-stable.
+func mergePodTemplate(current, desired *corev1.PodTemplateSpec) {
+	if equality.Semantic.DeepDerivative(desired, current) {
+		return
+	}
+	*current = *desired
+}
+
+func (r *BindClusterReconciler) applyPolicies(ctx context.Context, cluster *bindv1alpha1.BindCluster) error {
+	desiredPDB := buildPDB(cluster)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: desiredPDB.Name, Namespace: desiredPDB.Namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, pdb, func() error {
+		pdb.Labels = desiredPDB.Labels
+		pdb.Spec.MaxUnavailable = desiredPDB.Spec.MaxUnavailable
+		if pdb.CreationTimestamp.IsZero() {
+			pdb.Spec.Selector = desiredPDB.Spec.Selector
+		}
+		return r.own(cluster, pdb)
+	}); err != nil {
+		return fmt.Errorf("poddisruptionbudget: %w", err)
+	}
+	desiredNP := buildNetworkPolicy(cluster, r.Options)
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: desiredNP.Name, Namespace: desiredNP.Namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, np, func() error {
+		np.Labels = desiredNP.Labels
+		np.Spec = desiredNP.Spec
+		return r.own(cluster, np)
+	}); err != nil {
+		return fmt.Errorf("networkpolicy: %w", err)
+	}
+	return nil
+}
+
+// observeStatefulSet turns the StatefulSet's status into Ready and Progressing.
+func (r *BindClusterReconciler) observeStatefulSet(cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, sts *appsv1.StatefulSet) {
+	want := ptr.Deref(sts.Spec.Replicas, 1)
+	status.Replicas = want
+	status.ReadyReplicas = sts.Status.ReadyReplicas
+	status.Selector = labels.SelectorFromSet(selectorLabels(cluster)).String()
+
+	rolling := sts.Status.ObservedGeneration < sts.Generation ||
+		sts.Status.UpdatedReplicas < want ||
+		(sts.Status.UpdateRevision != "" && sts.Status.CurrentRevision != sts.Status.UpdateRevision)
+	if rolling {
+		r.setCondition(cluster, status, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut,
+			fmt.Sprintf("%d of %d pods run the current configuration.", sts.Status.UpdatedReplicas, want))
+	} else {
+		r.setCondition(cluster, status, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonUpToDate, "every pod runs the current configuration.")
+	}
+	if sts.Status.ReadyReplicas >= want && !rolling {
+		r.setCondition(cluster, status, bindv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+	} else {
+		r.setCondition(cluster, status, bindv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+	}
+}
+
+func (r *BindClusterReconciler) setCondition(cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, typ string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: cluster.Generation,
+	})
+}
+
+func (r *BindClusterReconciler) updateStatus(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus) error {
+	if equality.Semantic.DeepEqual(&cluster.Status, status) {
+		return nil
+	}
+	// A merge patch of the status alone does not conflict with spec edits
+	// made while this reconcile ran.
+	base := cluster.DeepCopy()
+	cluster.Status = *status
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, cluster, client.MergeFrom(base)))
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

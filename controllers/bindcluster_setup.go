@@ -1,0 +1,69 @@
+package controllers
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// SetupWithManager registers the reconciler and the watches that make a
+// change to any object that shapes the config re-render within a second.
+func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("bind-operator")
+	}
+	byClusterRef := func(ref func(client.Object) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref(o)}}}
+		})
+	}
+	allInNamespace := handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bindv1alpha1.BindCluster{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&bindv1alpha1.BindZone{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name })).
+		Watches(&bindv1alpha1.BindView{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindView).Spec.ClusterRef.Name })).
+		Watches(&bindv1alpha1.BindCatalogZone{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindCatalogZone).Spec.ClusterRef.Name })).
+		Watches(&bindv1alpha1.BindPolicy{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindPolicy).Spec.ClusterRef.Name })).
+		// Shared kinds reach a cluster only when referenced; re-rendering
+		// every cluster of the namespace is cheap and the render is
+		// deterministic, so unrelated changes never roll anything.
+		Watches(&bindv1alpha1.BindACL{}, allInNamespace).
+		Watches(&bindv1alpha1.BindDNSSECPolicy{}, allInNamespace).
+		Watches(&bindv1alpha1.BindTSIGKey{}, allInNamespace).
+		// Secrets: our own keys Secret (owned) and the TSIG material.
+		Watches(&corev1.Secret{}, allInNamespace).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			name := o.GetLabels()[bindv1alpha1.LabelCluster]
+			if name == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+		})).
+		Complete(r)
+}
+
+func (r *BindClusterReconciler) clustersInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list bindv1alpha1.BindClusterList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return reqs
+}

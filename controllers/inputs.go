@@ -1,0 +1,204 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
+)
+
+// gatherInput collects everything that shapes a cluster's config. List
+// order from the API server is random; render sorts, so the order here does
+// not matter (the determinism tests shuffle it on purpose).
+func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+	ns := client.InNamespace(cluster.Namespace)
+	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
+
+	var views bindv1alpha1.BindViewList
+	if err := c.List(ctx, &views, ns); err != nil {
+		return in, err
+	}
+	for _, v := range views.Items {
+		if v.Spec.ClusterRef.Name == cluster.Name {
+			in.Views = append(in.Views, v)
+		}
+	}
+	var zones bindv1alpha1.BindZoneList
+	if err := c.List(ctx, &zones, ns); err != nil {
+		return in, err
+	}
+	for _, z := range zones.Items {
+		if z.Spec.ClusterRef.Name == cluster.Name && z.DeletionTimestamp == nil {
+			in.Zones = append(in.Zones, z)
+		}
+	}
+	var catalogs bindv1alpha1.BindCatalogZoneList
+	if err := c.List(ctx, &catalogs, ns); err != nil {
+		return in, err
+	}
+	for _, cat := range catalogs.Items {
+		if cat.Spec.ClusterRef.Name == cluster.Name {
+			in.Catalogs = append(in.Catalogs, cat)
+		}
+	}
+	var policies bindv1alpha1.BindPolicyList
+	if err := c.List(ctx, &policies, ns); err != nil {
+		return in, err
+	}
+	for _, p := range policies.Items {
+		if p.Spec.ClusterRef.Name == cluster.Name {
+			in.Policies = append(in.Policies, p)
+		}
+	}
+
+	// ACLs, DNSSEC policies and keys have no clusterRef: they are shared in
+	// the namespace and reach a cluster's config only when referenced.
+	var acls bindv1alpha1.BindACLList
+	if err := c.List(ctx, &acls, ns); err != nil {
+		return in, err
+	}
+	var dnssec bindv1alpha1.BindDNSSECPolicyList
+	if err := c.List(ctx, &dnssec, ns); err != nil {
+		return in, err
+	}
+	var keys bindv1alpha1.BindTSIGKeyList
+	if err := c.List(ctx, &keys, ns); err != nil {
+		return in, err
+	}
+	refs := collectRefs(&in, acls.Items)
+	for _, a := range acls.Items {
+		if refs.acls[a.Name] {
+			in.ACLs = append(in.ACLs, a)
+		}
+	}
+	for _, p := range dnssec.Items {
+		if refs.dnssec[p.Name] {
+			in.DNSSECPolicies = append(in.DNSSECPolicies, p)
+		}
+	}
+	for _, k := range keys.Items {
+		if !refs.keys[k.Name] {
+			continue
+		}
+		material, err := keyMaterial(ctx, c, &k)
+		if err != nil {
+			return in, err
+		}
+		in.Keys[k.Name] = material
+	}
+	return in, nil
+}
+
+// keyMaterial reads a BindTSIGKey's Secret. A missing Secret is reported as
+// a sentence: the BindTSIGKey controller may simply not have created it yet.
+func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGKey) (render.TSIGKey, error) {
+	secretName := k.Spec.SecretName
+	if secretName == "" {
+		secretName = k.Name + "-tsig"
+	}
+	keyName := string(k.Spec.KeyName)
+	if keyName == "" {
+		keyName = k.Name
+	}
+	algorithm := string(k.Spec.Algorithm)
+	if algorithm == "" {
+		algorithm = "hmac-sha256"
+	}
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: secretName}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return render.TSIGKey{}, fmt.Errorf("the Secret %q of BindTSIGKey %q does not exist yet", secretName, k.Name)
+		}
+		return render.TSIGKey{}, err
+	}
+	material := string(s.Data[bindv1alpha1.TSIGSecretKey])
+	if material == "" {
+		return render.TSIGKey{}, fmt.Errorf("the Secret %q of BindTSIGKey %q has no %q entry", secretName, k.Name, bindv1alpha1.TSIGSecretKey)
+	}
+	return render.TSIGKey{Name: keyName, Algorithm: algorithm, Secret: material}, nil
+}
+
+type refSet struct{ acls, keys, dnssec map[string]bool }
+
+// collectRefs finds the ACLs, keys and DNSSEC policies a cluster's objects
+// refer to, following ACLs that name other ACLs or keys.
+func collectRefs(in *render.Input, acls []bindv1alpha1.BindACL) refSet {
+	r := refSet{acls: map[string]bool{}, keys: map[string]bool{}, dnssec: map[string]bool{}}
+	addList := func(list []bindv1alpha1.AddressMatchElement) {
+		for _, e := range list {
+			if e.ACLRef != "" {
+				r.acls[e.ACLRef] = true
+			}
+			if e.KeyRef != "" {
+				r.keys[e.KeyRef] = true
+			}
+		}
+	}
+	addKey := func(ref *bindv1alpha1.LocalObjectReference) {
+		if ref != nil {
+			r.keys[ref.Name] = true
+		}
+	}
+	addServers := func(list []bindv1alpha1.RemoteServer) {
+		for _, s := range list {
+			addKey(s.KeyRef)
+		}
+	}
+	spec := in.Cluster.Spec
+	addKey(spec.TransferKeyRef)
+	addList(spec.AllowQuery)
+	if spec.Recursion != nil {
+		addList(spec.Recursion.AllowRecursion)
+	}
+	for _, v := range in.Views {
+		addList(v.Spec.MatchClients)
+		addList(v.Spec.MatchDestinations)
+		addList(v.Spec.AllowRecursion)
+	}
+	for _, z := range in.Zones {
+		addList(z.Spec.AllowTransfer)
+		addList(z.Spec.AllowQuery)
+		addKey(z.Spec.UpdateKeyRef)
+		addServers(z.Spec.Primaries)
+		if z.Spec.DNSSECPolicyRef != nil {
+			r.dnssec[z.Spec.DNSSECPolicyRef.Name] = true
+		}
+	}
+	for _, c := range in.Catalogs {
+		addKey(&c.Spec.TransferKeyRef)
+		addServers(c.Spec.DefaultPrimaries)
+	}
+	// ACLs may nest; follow them to a fixed point (bounded by the number of
+	// ACLs, since each round adds at least one or stops).
+	byName := map[string]*bindv1alpha1.BindACL{}
+	for i := range acls {
+		byName[acls[i].Name] = &acls[i]
+	}
+	for range len(acls) + 1 {
+		grew := false
+		for name := range r.acls {
+			a, ok := byName[name]
+			if !ok {
+				continue
+			}
+			for _, e := range a.Spec.Entries {
+				if e.ACLRef != "" && !r.acls[e.ACLRef] {
+					r.acls[e.ACLRef] = true
+					grew = true
+				}
+				if e.KeyRef != "" {
+					r.keys[e.KeyRef] = true
+				}
+			}
+		}
+		if !grew {
+			break
+		}
+	}
+	return r
+}

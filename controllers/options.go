@@ -1,0 +1,24 @@
+package controllers
+
+// ClusterOptions are the operator-wide settings the BindCluster reconciler
+// needs; cmd/manager fills them from flags.
+type ClusterOptions struct {
+	// BindImage is the default BIND 9.18 image when a cluster sets none.
+	BindImage string
+	// AgentImage is the default agent sidecar image (the operator's own).
+	AgentImage string
+	// OperatorNamespace and OperatorPodLabels let the NetworkPolicy admit
+	// the agent port only from the operator's pods.
+	OperatorNamespace string
+	OperatorPodLabels map[string]string
+	// NamedCheckconf is the named-checkconf binary that vets every render
+	// before it replaces a running config. Empty disables the check, which
+	// the manager only allows when the binary is absent and says so.
+	NamedCheckconf string
+}
+
+// Defaults for ClusterOptions.
+const (
+	DefaultBindImage  = "docker.io/internetsystemsconsortium/bind9:9.18"
+	DefaultAgentImage = "git.unkin.net/unkin/bind-operator:latest"
+)

@@ -1,0 +1,138 @@
+package controllers
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+func dnsPort(c *bindv1alpha1.BindCluster) int32 {
+	if c.Spec.Ports.DNS == 0 {
+		return 53
+	}
+	return c.Spec.Ports.DNS
+}
+
+func dnsServicePorts(c *bindv1alpha1.BindCluster) []corev1.ServicePort {
+	p := dnsPort(c)
+	return []corev1.ServicePort{
+		{Name: "dns-udp", Port: 53, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolUDP},
+		{Name: "dns-tcp", Port: 53, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP},
+	}
+}
+
+func withLabels(base map[string]string, extra map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range extra {
+		out[k] = v
+	}
+	for k, v := range base {
+		out[k] = v
+	}
+	return out
+}
+
+// buildServices returns the headless Service of the StatefulSet, the primary
+// Service (the stable transfer address: its ClusterIP, never a pod IP, is
+// what restart-scoped config may name) and the query Service.
+func buildServices(c *bindv1alpha1.BindCluster) []*corev1.Service {
+	headless := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: headlessSvcName(c), Namespace: c.Namespace, Labels: objectLabels(c)},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 selectorLabels(c),
+			Ports:                    dnsServicePorts(c),
+			PublishNotReadyAddresses: true,
+		},
+	}
+	primarySelector := selectorLabels(c)
+	primarySelector[appsv1.StatefulSetPodNameLabel] = primaryPodName(c)
+	primary := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: primarySvcName(c), Namespace: c.Namespace,
+			Labels:      withLabels(objectLabels(c), c.Spec.PrimaryService.Labels),
+			Annotations: c.Spec.PrimaryService.Annotations,
+		},
+		Spec: corev1.ServiceSpec{
+			Type:     serviceType(c.Spec.PrimaryService.Type),
+			Selector: primarySelector,
+			Ports:    dnsServicePorts(c),
+			// Secondaries must reach the primary while it starts, before
+			// every zone is loaded: transfers retry on their own.
+			PublishNotReadyAddresses: true,
+		},
+	}
+	query := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: querySvcName(c), Namespace: c.Namespace,
+			Labels:      withLabels(objectLabels(c), c.Spec.QueryService.Labels),
+			Annotations: c.Spec.QueryService.Annotations,
+		},
+		Spec: corev1.ServiceSpec{
+			Type:     serviceType(c.Spec.QueryService.Type),
+			Selector: selectorLabels(c),
+			Ports:    dnsServicePorts(c),
+		},
+	}
+	return []*corev1.Service{headless, primary, query}
+}
+
+func serviceType(t corev1.ServiceType) corev1.ServiceType {
+	if t == "" {
+		return corev1.ServiceTypeClusterIP
+	}
+	return t
+}
+
+// buildPDB keeps all but one pod up during voluntary disruptions.
+func buildPDB(c *bindv1alpha1.BindCluster) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: objectLabels(c)},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels(c)},
+		},
+	}
+}
+
+// buildNetworkPolicy admits DNS from anywhere, metrics from anywhere, and the
+// agent's API only from the operator's pods.
+func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *networkingv1.NetworkPolicy {
+	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
+	agentPort, metricsPort := c.Spec.Ports.Agent, c.Spec.Ports.Metrics
+	if agentPort == 0 {
+		agentPort = 8453
+	}
+	if metricsPort == 0 {
+		metricsPort = 9119
+	}
+	dns := intstr.FromInt32(dnsPort(c))
+	agent := intstr.FromInt32(agentPort)
+	metrics := intstr.FromInt32(metricsPort)
+	operatorPeer := networkingv1.NetworkPolicyPeer{
+		PodSelector: &metav1.LabelSelector{MatchLabels: opts.OperatorPodLabels},
+	}
+	if opts.OperatorNamespace != "" {
+		operatorPeer.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{
+			corev1.LabelMetadataName: opts.OperatorNamespace,
+		}}
+	}
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: objectLabels(c)},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(c)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{
+				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}}},
+				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &metrics}}},
+				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &agent}}, From: []networkingv1.NetworkPolicyPeer{operatorPeer}},
+			},
+		},
+	}
+}

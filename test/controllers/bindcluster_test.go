@@ -1,0 +1,301 @@
+package controllers
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
+)
+
+func TestClusterOwnsItsObjects(t *testing.T) {
+	f := newFixture(t)
+	sts := f.statefulSet()
+
+	if got := *sts.Spec.Replicas; got != 3 {
+		t.Errorf("replicas = %d, want 3", got)
+	}
+	if len(sts.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("want a claim template for the primary's data, got %d", len(sts.Spec.VolumeClaimTemplates))
+	}
+	names := map[string]bool{}
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		names[c.Name] = true
+	}
+	if !names["named"] || !names["agent"] {
+		t.Errorf("pod template containers = %v, want named and agent", names)
+	}
+
+	var cm corev1.ConfigMap
+	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+	for _, k := range []string{"named.conf.primary", "named.conf.secondary", "entrypoint.sh"} {
+		if cm.Data[k] == "" {
+			t.Errorf("ConfigMap lacks %s", k)
+		}
+	}
+	if !strings.Contains(cm.Data["named.conf.secondary"], `allow-notify { key "transfer"; };`) {
+		t.Errorf("secondaries must accept NOTIFYs signed with the transfer key:\n%s", cm.Data["named.conf.secondary"])
+	}
+	var secret corev1.Secret
+	must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
+	if len(secret.Data["keys.conf"]) == 0 || len(secret.Data["control.conf"]) == 0 {
+		t.Errorf("keys Secret lacks keys.conf or control.conf: %v", keysOf(secret.Data))
+	}
+	for _, k := range []string{"named.conf.primary", "named.conf.secondary"} {
+		if strings.Contains(cm.Data[k], "c2VjcmV0") {
+			t.Errorf("%s holds key material; it belongs in the Secret only", k)
+		}
+	}
+
+	cluster := f.getCluster()
+	owned := []client.Object{&cm, &secret, sts}
+	for _, name := range []string{"dns", "dns-primary", "dns-pods"} {
+		var svc corev1.Service
+		must(t, k8sClient.Get(ctx, f.key(name), &svc))
+		owned = append(owned, &svc)
+	}
+	var pdb policyv1.PodDisruptionBudget
+	must(t, k8sClient.Get(ctx, f.key("dns"), &pdb))
+	var np networkingv1.NetworkPolicy
+	must(t, k8sClient.Get(ctx, f.key("dns"), &np))
+	owned = append(owned, &pdb, &np)
+	for _, o := range owned {
+		if !metav1.IsControlledBy(o, cluster) {
+			t.Errorf("%T %s is not controlled by the BindCluster", o, o.GetName())
+		}
+	}
+
+	var primary corev1.Service
+	must(t, k8sClient.Get(ctx, f.key("dns-primary"), &primary))
+	f.eventually("status.primaryAddress and ConfigValid", func() (bool, error) {
+		c := f.getCluster()
+		return c.Status.PrimaryAddress == primary.Spec.ClusterIP &&
+			meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionConfigValid) &&
+			c.Status.ConfigHash == f.hash() && c.Status.ObservedGeneration == c.Generation, nil
+	})
+	if !strings.Contains(cm.Data["named.conf.secondary"], primary.Spec.ClusterIP) {
+		t.Errorf("secondaries should transfer from the primary Service ClusterIP %s", primary.Spec.ClusterIP)
+	}
+}
+
+// The seed's permanent guard: a new primary pod IP must never change the
+// config, or every roll would cause another.
+func TestHashIgnoresPrimaryPodIP(t *testing.T) {
+	f := newFixture(t)
+	before := f.settle()
+	gen := f.statefulSet().Generation
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "dns-0", Labels: map[string]string{v1.LabelCluster: "dns", appsv1.StatefulSetPodNameLabel: "dns-0"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "named", Image: "bind"}}},
+	}
+	f.create(pod)
+	for _, ip := range []string{"198.18.0.10", "198.18.0.11", "198.18.7.200"} {
+		pod.Status.PodIP = ip
+		pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+		must(t, k8sClient.Status().Update(ctx, pod))
+		after := f.settle()
+		if after != before {
+			t.Fatalf("pod IP %s changed the config hash: %s -> %s", ip, before, after)
+		}
+		var cm corev1.ConfigMap
+		must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+		for k, v := range cm.Data {
+			if strings.Contains(v, ip) {
+				t.Fatalf("%s names the pod IP %s: restart-scoped config may only name stable addresses", k, ip)
+			}
+		}
+	}
+	if g := f.statefulSet().Generation; g != gen {
+		t.Fatalf("StatefulSet generation moved from %d to %d while only a pod IP changed", gen, g)
+	}
+}
+
+// shufflingClient returns every list in a new random order, as the API
+// server or a cache may.
+type shufflingClient struct {
+	client.Client
+	rnd *rand.Rand
+}
+
+func newShuffler(c client.Client, seed uint64) client.Client {
+	return shufflingClient{Client: c, rnd: rand.New(rand.NewPCG(seed, seed))}
+}
+
+func (s shufflingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := s.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	s.rnd.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+	return meta.SetList(list, items)
+}
+
+func TestHashStableAcross100ShuffledReconciles(t *testing.T) {
+	f := newFixture(t)
+	// More objects, so shuffles have something to reorder.
+	for _, n := range []string{"b", "c", "a"} {
+		f.create(&v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "fwd-" + n}, Spec: v1.BindZoneSpec{
+			ClusterRef: v1.LocalObjectReference{Name: "dns"}, ZoneName: v1.DomainName(n + ".corp.example"), Type: v1.ZoneForward,
+			Forwarders: []v1.Forwarder{{Address: "198.18.1.53"}},
+		}})
+		f.create(&v1.BindACL{ObjectMeta: metav1.ObjectMeta{Name: "acl-" + n}, Spec: v1.BindACLSpec{
+			Entries: []v1.AddressMatchElement{{Address: "198.18.2.0/24"}},
+		}})
+	}
+	want := f.settle()
+	sts := f.statefulSet()
+	var cm corev1.ConfigMap
+	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+
+	r := *reconciler
+	r.Client = newShuffler(k8sClient, 42)
+	for i := range 100 {
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: f.key("dns")}); err != nil {
+			t.Fatalf("reconcile %d: %v", i, err)
+		}
+	}
+	after := f.statefulSet()
+	if got := after.Spec.Template.Annotations[v1.AnnotationConfigHash]; got != want {
+		t.Fatalf("hash changed after shuffled reconciles: %s -> %s", want, got)
+	}
+	if after.ResourceVersion != sts.ResourceVersion || after.Generation != sts.Generation {
+		t.Fatalf("StatefulSet was rewritten by identical reconciles (rv %s -> %s)", sts.ResourceVersion, after.ResourceVersion)
+	}
+	var cm2 corev1.ConfigMap
+	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm2))
+	if cm2.ResourceVersion != cm.ResourceVersion {
+		t.Fatalf("ConfigMap was rewritten by identical reconciles")
+	}
+}
+
+func TestHashChangesOnceOnKeyOrACLChange(t *testing.T) {
+	f := newFixture(t)
+	before := f.settle()
+
+	var acl v1.BindACL
+	must(t, k8sClient.Get(ctx, f.key("clients"), &acl))
+	acl.Spec.Entries = append(acl.Spec.Entries, v1.AddressMatchElement{Address: "2001:db8::/32"})
+	must(t, k8sClient.Update(ctx, &acl))
+	afterACL := f.settle()
+	if afterACL == before {
+		t.Fatal("changing a referenced ACL did not change the config hash")
+	}
+	gen := f.statefulSet().Generation
+
+	var secret corev1.Secret
+	must(t, k8sClient.Get(ctx, f.key("transfer-tsig"), &secret))
+	secret.Data[v1.TSIGSecretKey] = []byte("bmV3LW5ldy1uZXctbmV3LW5ldy1uZXctbmV3LW5ldy0=")
+	must(t, k8sClient.Update(ctx, &secret))
+	afterKey := f.settle()
+	if afterKey == afterACL {
+		t.Fatal("changing the TSIG key material did not change the config hash")
+	}
+	if g := f.statefulSet().Generation; g != gen+1 {
+		t.Fatalf("a key change should roll exactly once: generation %d -> %d", gen, g)
+	}
+
+	// An ACL nobody references changes nothing.
+	f.create(&v1.BindACL{ObjectMeta: metav1.ObjectMeta{Name: "unused"}, Spec: v1.BindACLSpec{Entries: []v1.AddressMatchElement{{Builtin: "none"}}}})
+	if h := f.settle(); h != afterKey {
+		t.Fatal("an unreferenced ACL changed the config hash")
+	}
+}
+
+func TestRejectedConfigNeverRolls(t *testing.T) {
+	f := newFixture(t)
+	before := f.settle()
+	var cmBefore corev1.ConfigMap
+	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cmBefore))
+
+	// The schema admits any statement text; only named-checkconf (and the
+	// validating webhook, not installed here) knows this one is broken.
+	c := f.getCluster()
+	c.Spec.ExtraOptions = []string{"notify-rate fast;"}
+	must(t, k8sClient.Update(ctx, c))
+
+	f.eventually("ConfigValid=False with the checker's message", func() (bool, error) {
+		cond := meta.FindStatusCondition(f.getCluster().Status.Conditions, v1.ConditionConfigValid)
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == controllers.ReasonCheckFailed &&
+			strings.Contains(cond.Message, "notify-rate"), nil
+	})
+	if h := f.hash(); h != before {
+		t.Fatalf("a rejected config reached the StatefulSet: %s -> %s", before, h)
+	}
+	var cm corev1.ConfigMap
+	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+	if cm.ResourceVersion != cmBefore.ResourceVersion {
+		t.Fatal("a rejected config replaced the ConfigMap")
+	}
+	var events corev1.EventList
+	f.eventually("a warning event", func() (bool, error) {
+		if err := k8sClient.List(ctx, &events, client.InNamespace(f.ns)); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Reason == controllers.ReasonCheckFailed && e.Type == corev1.EventTypeWarning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	// Fixing the option rolls once more and clears the condition.
+	c = f.getCluster()
+	c.Spec.ExtraOptions = []string{"tcp-clients 200;"}
+	must(t, k8sClient.Update(ctx, c))
+	f.eventually("ConfigValid=True again", func() (bool, error) {
+		return meta.IsStatusConditionTrue(f.getCluster().Status.Conditions, v1.ConditionConfigValid), nil
+	})
+	if f.settle() == before {
+		t.Fatal("the fixed option did not reach the StatefulSet")
+	}
+}
+
+func TestTransferAddressPrefersClusterIP(t *testing.T) {
+	f := newFixture(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "dns-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "named", Image: "bind"}}},
+	}
+	f.create(pod)
+	pod.Status.PodIP = "198.18.3.3"
+	must(t, k8sClient.Status().Update(ctx, pod))
+	cluster := f.getCluster()
+
+	got, err := controllers.TransferAddress(ctx, k8sClient, cluster, "198.19.0.77")
+	if err != nil || got != "198.19.0.77" {
+		t.Errorf("with a ClusterIP: got %q, %v; want the ClusterIP", got, err)
+	}
+	got, err = controllers.TransferAddress(ctx, k8sClient, cluster, "")
+	if err != nil || got != "198.18.3.3" {
+		t.Errorf("without a ClusterIP: got %q, %v; want the primary pod IP", got, err)
+	}
+	must(t, k8sClient.Delete(ctx, pod))
+	f.eventually("the pod to go", func() (bool, error) {
+		got, err = controllers.TransferAddress(ctx, k8sClient, cluster, "")
+		return got == "", err
+	})
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
