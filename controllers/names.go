@@ -14,7 +14,9 @@ func statefulSetName(c *bindv1alpha1.BindCluster) string { return c.Name }
 func headlessSvcName(c *bindv1alpha1.BindCluster) string { return c.Name + "-pods" }
 func primarySvcName(c *bindv1alpha1.BindCluster) string  { return c.Name + "-primary" }
 func querySvcName(c *bindv1alpha1.BindCluster) string    { return c.Name }
-func primaryPodName(c *bindv1alpha1.BindCluster) string  { return fmt.Sprintf("%s-0", statefulSetName(c)) }
+func primaryPodName(c *bindv1alpha1.BindCluster) string {
+	return fmt.Sprintf("%s-0", statefulSetName(c))
+}
 
 // selectorLabels select every pod of a cluster.
 func selectorLabels(c *bindv1alpha1.BindCluster) map[string]string {

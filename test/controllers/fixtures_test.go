@@ -70,7 +70,9 @@ func (f *fixture) create(obj client.Object) {
 	must(f.t, k8sClient.Create(ctx, obj))
 }
 
-func (f *fixture) key(name string) client.ObjectKey { return client.ObjectKey{Namespace: f.ns, Name: name} }
+func (f *fixture) key(name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: f.ns, Name: name}
+}
 
 // statefulSet waits (bounded) until the StatefulSet exists with a hash.
 func (f *fixture) statefulSet() *appsv1.StatefulSet {
