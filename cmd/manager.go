@@ -84,6 +84,9 @@ func runManager(args []string) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // not matter (the determinism tests shuffle it on purpose).
 func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	ns := client.InNamespace(cluster.Namespace)
-	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
+	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, PrimaryPort: servicePort, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
 
 	var views bindv1alpha1.BindViewList
 	if err := c.List(ctx, &views, ns); err != nil {
@@ -97,18 +97,7 @@ func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.Bin
 // keyMaterial reads a BindTSIGKey's Secret. A missing Secret is reported as
 // a sentence: the BindTSIGKey controller may simply not have created it yet.
 func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGKey) (render.TSIGKey, error) {
-	secretName := k.Spec.SecretName
-	if secretName == "" {
-		secretName = k.Name + "-tsig"
-	}
-	keyName := string(k.Spec.KeyName)
-	if keyName == "" {
-		keyName = k.Name
-	}
-	algorithm := string(k.Spec.Algorithm)
-	if algorithm == "" {
-		algorithm = "hmac-sha256"
-	}
+	secretName, keyName, algorithm := tsigDefaults(k)
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: secretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -120,7 +109,7 @@ func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGK
 	if material == "" {
 		return render.TSIGKey{}, fmt.Errorf("the Secret %q of BindTSIGKey %q has no %q entry", secretName, k.Name, bindv1alpha1.TSIGSecretKey)
 	}
-	return render.TSIGKey{Name: keyName, Algorithm: algorithm, Secret: material}, nil
+	return render.TSIGKey{Name: keyName, Algorithm: string(algorithm), Secret: material}, nil
 }
 
 type refSet struct{ acls, keys, dnssec map[string]bool }

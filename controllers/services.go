@@ -19,11 +19,15 @@ func dnsPort(c *bindv1alpha1.BindCluster) int32 {
 	return c.Spec.Ports.DNS
 }
 
+// servicePort is the DNS port of every Service, whatever port named
+// listens on inside the pods.
+const servicePort = 53
+
 func dnsServicePorts(c *bindv1alpha1.BindCluster) []corev1.ServicePort {
 	p := dnsPort(c)
 	return []corev1.ServicePort{
-		{Name: "dns-udp", Port: 53, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolUDP},
-		{Name: "dns-tcp", Port: 53, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP},
+		{Name: "dns-udp", Port: servicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolUDP},
+		{Name: "dns-tcp", Port: servicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP},
 	}
 }
 

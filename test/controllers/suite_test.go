@@ -69,6 +69,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	mgrCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

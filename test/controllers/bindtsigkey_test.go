@@ -1,0 +1,159 @@
+package controllers
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
+)
+
+func keyNamespace(t *testing.T) *fixture {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tsig-%d", seq.Add(1))}}
+	must(t, k8sClient.Create(ctx, ns))
+	t.Cleanup(func() { _ = k8sClient.Delete(ctx, ns) })
+	return &fixture{t: t, ns: ns.Name}
+}
+
+func (f *fixture) keyCondition(name string) *metav1.Condition {
+	var k v1.BindTSIGKey
+	if err := k8sClient.Get(ctx, f.key(name), &k); err != nil {
+		return nil
+	}
+	if k.Status.ObservedGeneration != k.Generation {
+		return nil
+	}
+	return meta.FindStatusCondition(k.Status.Conditions, v1.ConditionReady)
+}
+
+func (f *fixture) waitKey(name string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	f.t.Helper()
+	var c *metav1.Condition
+	f.eventually(fmt.Sprintf("BindTSIGKey %s Ready=%s/%s", name, status, reason), func() (bool, error) {
+		c = f.keyCondition(name)
+		return c != nil && c.Status == status && c.Reason == reason, nil
+	})
+	return c
+}
+
+func (f *fixture) secret(name string) *corev1.Secret {
+	f.t.Helper()
+	var s corev1.Secret
+	must(f.t, k8sClient.Get(ctx, f.key(name), &s))
+	return &s
+}
+
+func TestTSIGKeyGeneratedOnceWithTemplate(t *testing.T) {
+	f := keyNamespace(t)
+	key := &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: "external-dns"}, Spec: v1.BindTSIGKeySpec{
+		Algorithm: "hmac-sha512",
+		SecretTemplate: &v1.SecretTemplate{
+			Labels:      map[string]string{"team": "dns"},
+			Annotations: map[string]string{"reflector.v1.k8s.emberstack.com/reflection-allowed": "true", "old": "x"},
+		},
+	}}
+	f.create(key)
+	f.waitKey("external-dns", metav1.ConditionTrue, controllers.ReasonKeyGenerated)
+
+	s := f.secret("external-dns-tsig")
+	raw, err := base64.StdEncoding.DecodeString(string(s.Data[v1.TSIGSecretKey]))
+	if err != nil || len(raw) != 64 {
+		t.Fatalf("hmac-sha512 material should be 64 random bytes, got %d (%v)", len(raw), err)
+	}
+	if string(s.Data[v1.TSIGSecretAlgorithm]) != "hmac-sha512" || string(s.Data[v1.TSIGSecretKeyName]) != "external-dns" {
+		t.Errorf("Secret data for clients: algorithm=%q keyName=%q", s.Data[v1.TSIGSecretAlgorithm], s.Data[v1.TSIGSecretKeyName])
+	}
+	if s.Labels[v1.LabelManagedBy] != v1.ManagedByValue || s.Labels["team"] != "dns" || s.Annotations["old"] != "x" {
+		t.Errorf("template metadata missing: labels=%v annotations=%v", s.Labels, s.Annotations)
+	}
+	var k v1.BindTSIGKey
+	must(t, k8sClient.Get(ctx, f.key("external-dns"), &k))
+	if !metav1.IsControlledBy(s, &k) {
+		t.Error("the generated Secret must be owned by its BindTSIGKey, for garbage collection")
+	}
+	if k.Status.SecretName != "external-dns-tsig" || k.Status.KeyName != "external-dns" {
+		t.Errorf("status = %+v", k.Status)
+	}
+	material := string(s.Data[v1.TSIGSecretKey])
+	if strings.Contains(fmt.Sprintf("%+v", k.Status), material) {
+		t.Fatal("key material leaked into the status")
+	}
+
+	// Someone else labels the Secret; we edit the template.
+	s.Labels["other-controller"] = "keep-me"
+	must(t, k8sClient.Update(ctx, s))
+	k.Spec.SecretTemplate.Annotations = map[string]string{"reflector.v1.k8s.emberstack.com/reflection-allowed": "true", "new": "y"}
+	k.Spec.SecretTemplate.Labels = nil
+	must(t, k8sClient.Update(ctx, &k))
+	f.eventually("the template edit on the Secret", func() (bool, error) {
+		s = f.secret("external-dns-tsig")
+		_, hasOld := s.Annotations["old"]
+		_, hasTeam := s.Labels["team"]
+		return s.Annotations["new"] == "y" && !hasOld && !hasTeam, nil
+	})
+	if string(s.Data[v1.TSIGSecretKey]) != material {
+		t.Fatal("editing the template regenerated the key material")
+	}
+	if s.Labels["other-controller"] != "keep-me" || s.Labels[v1.LabelManagedBy] != v1.ManagedByValue {
+		t.Errorf("labels not set by the template must survive, and managed-by always: %v", s.Labels)
+	}
+
+	// Reconciles with nothing to change leave the Secret alone.
+	rv := s.ResourceVersion
+	must(t, k8sClient.Get(ctx, f.key("external-dns"), &k))
+	k.Annotations = map[string]string{"poke": "1"}
+	must(t, k8sClient.Update(ctx, &k))
+	f.settleKey("external-dns")
+	if f.secret("external-dns-tsig").ResourceVersion != rv {
+		t.Fatal("an idle reconcile updated the Secret")
+	}
+}
+
+// settleKey waits until the key's status has caught up with the last edit.
+func (f *fixture) settleKey(name string) {
+	f.t.Helper()
+	f.eventually("the key to settle", func() (bool, error) { return f.keyCondition(name) != nil, nil })
+}
+
+func TestTSIGKeyImportNeverModifiesTheSecret(t *testing.T) {
+	f := keyNamespace(t)
+	f.create(&v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: "legacy"}, Spec: v1.BindTSIGKeySpec{
+		ImportExisting: true, SecretName: "legacy-key",
+	}})
+	c := f.waitKey("legacy", metav1.ConditionFalse, controllers.ReasonSecretMissing)
+	if !strings.Contains(c.Message, `"legacy-key"`) {
+		t.Errorf("message should name the missing Secret: %s", c.Message)
+	}
+
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "legacy-key", Labels: map[string]string{"owner": "someone"}},
+		Data: map[string][]byte{v1.TSIGSecretKey: []byte(base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))}})
+	f.waitKey("legacy", metav1.ConditionTrue, controllers.ReasonKeyImported)
+	s := f.secret("legacy-key")
+	if len(s.OwnerReferences) != 0 || s.Labels[v1.LabelManagedBy] != "" || len(s.Labels) != 1 {
+		t.Fatalf("an imported Secret was modified: labels=%v owners=%v", s.Labels, s.OwnerReferences)
+	}
+
+	s.Data[v1.TSIGSecretKey] = []byte("not base64!")
+	must(t, k8sClient.Update(ctx, s))
+	f.waitKey("legacy", metav1.ConditionFalse, controllers.ReasonSecretUnusable)
+}
+
+func TestTSIGKeyRefusesForeignSecret(t *testing.T) {
+	f := keyNamespace(t)
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "taken-tsig"}, Data: map[string][]byte{"x": []byte("y")}})
+	f.create(&v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: "taken"}})
+	c := f.waitKey("taken", metav1.ConditionFalse, controllers.ReasonSecretConflict)
+	if !strings.Contains(c.Message, "importExisting") {
+		t.Errorf("the message should say how to adopt the Secret: %s", c.Message)
+	}
+	if s := f.secret("taken-tsig"); len(s.Data) != 1 || len(s.Labels) != 0 {
+		t.Fatal("a Secret the key does not own was modified")
+	}
+}
