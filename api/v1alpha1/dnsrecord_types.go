@@ -68,6 +68,20 @@ type DNSRecordStatus struct {
 	// or YXRRSET.
 	// +optional
 	LastRcode string `json:"lastRcode,omitempty"`
+
+	// appliedValues are the values this record last wrote to the zone, in
+	// canonical form. They are the ownership record: an UPDATE replaces or
+	// deletes the record set only while it still holds exactly these values
+	// (an RFC 2136 prerequisite), so data written by anyone else is never
+	// overwritten or deleted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	AppliedValues []string `json:"appliedValues,omitempty"`
+
+	// appliedTTL is the TTL this record last wrote.
+	// +optional
+	AppliedTTL *int32 `json:"appliedTTL,omitempty"`
 }
 
 // DNSRecord is one DNS record set managed through RFC 2136 UPDATE, the way
