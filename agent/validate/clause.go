@@ -1,0 +1,227 @@
+package validate
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Limits on a clause. A runtime zone clause is a few hundred bytes; the
+// control channel refuses requests over 32 KiB anyway.
+const (
+	MaxClauseLength = 16 * 1024
+	MaxClauseTokens = 4096
+	MaxClauseDepth  = 6
+)
+
+// Clause is a checked zone clause: `{ statement; ... };`.
+type Clause struct {
+	// Text is the clause as given (already checked), ready for rndc.
+	Text string
+	// Type is the zone type (primary, secondary, ...), canonical names.
+	Type string
+	// File is the zone file named by the clause, "" when it names none.
+	File string
+	// statements are the top-level statements in canonical form, sorted.
+	statements []string
+}
+
+// zoneTypes are the zone types a runtime clause may declare, with BIND's
+// legacy synonyms mapped to their current names.
+var zoneTypes = map[string]string{
+	"primary": "primary", "master": "primary",
+	"secondary": "secondary", "slave": "secondary",
+	"mirror": "mirror", "stub": "stub", "static-stub": "static-stub",
+	"forward": "forward", "redirect": "redirect",
+}
+
+// forbiddenWords may not appear anywhere in a clause: statements that pull
+// in other files, declare other zones, views or server-wide blocks, or load
+// code into named (dlz, database "dlopen ...").
+var forbiddenWords = map[string]bool{
+	"include": true, "zone": true, "view": true, "options": true,
+	"controls": true, "statistics-channels": true, "logging": true,
+	"dlz": true, "database": true, "server": true, "trust-anchors": true,
+	"managed-keys": true, "trusted-keys": true, "plugin": true,
+}
+
+// pathOptions name files or directories named reads or writes. Each must
+// stay inside the data directory.
+var pathOptions = map[string]bool{
+	"file": true, "journal": true, "key-directory": true,
+}
+
+// ParseClause checks a zone clause and returns it parsed. dataDir is the
+// directory every file the clause names must lie in (absolute; "" skips the
+// check, for callers that only compare clauses).
+//
+// The clause must be exactly one balanced `{ ... };` block of statements:
+// no comments, no backslashes, no control characters, no non-ASCII, quoted
+// strings without newlines, no forbidden statement anywhere, nesting at
+// most MaxClauseDepth deep, and exactly one `type` statement.
+func ParseClause(clause, dataDir string) (*Clause, error) {
+	if len(clause) > MaxClauseLength {
+		return nil, fail("clause", "is %d bytes long, the limit is %d", len(clause), MaxClauseLength)
+	}
+	toks, err := tokenize(clause)
+	if err != nil {
+		return nil, err
+	}
+	if len(toks) < 3 || toks[0].kind != '{' || toks[len(toks)-1].kind != ';' || toks[len(toks)-2].kind != '}' {
+		return nil, fail("clause", "must be a single block of the form `{ type primary; file \"...\"; };`")
+	}
+	// Walk the block: depth must return to zero only at the final "}",
+	// and statements must end with ';' at every level.
+	depth := 0
+	var stmts [][]token
+	var cur []token
+	for i, t := range toks[:len(toks)-1] { // without the final ';'
+		switch t.kind {
+		case '{':
+			depth++
+			if depth > MaxClauseDepth {
+				return nil, fail("clause", "nests blocks more than %d deep", MaxClauseDepth)
+			}
+			if depth == 1 {
+				continue
+			}
+		case '}':
+			depth--
+			if depth < 0 {
+				return nil, fail("clause", "has an unbalanced '}'")
+			}
+			if depth == 0 {
+				if i != len(toks)-2 {
+					return nil, fail("clause", "has text after its closing '}'")
+				}
+				if len(cur) != 0 {
+					return nil, fail("clause", "statement %q is not terminated by ';'", clip(join(cur)))
+				}
+				continue
+			}
+			if i+1 >= len(toks) || toks[i+1].kind != ';' {
+				return nil, fail("clause", "a '}' must be followed by ';'")
+			}
+		case 'w', 's':
+			if depth == 0 {
+				return nil, fail("clause", "has text outside its block")
+			}
+			if t.kind == 'w' && forbiddenWords[strings.ToLower(t.val)] {
+				return nil, fail("clause", "may not contain %q", clip(t.val))
+			}
+		}
+		if depth == 0 {
+			return nil, fail("clause", "has text outside its block")
+		}
+		cur = append(cur, t)
+		if t.kind == ';' && depth == 1 {
+			if len(cur) == 1 {
+				return nil, fail("clause", "has an empty statement")
+			}
+			stmts = append(stmts, cur)
+			cur = nil
+		}
+	}
+	if depth != 0 {
+		return nil, fail("clause", "has an unbalanced '{'")
+	}
+
+	c := &Clause{Text: clause}
+	for _, s := range stmts {
+		if s[0].kind != 'w' {
+			return nil, fail("clause", "statement %q must start with an option name", clip(join(s)))
+		}
+		name := strings.ToLower(s[0].val)
+		switch {
+		case name == "type":
+			if c.Type != "" {
+				return nil, fail("clause", "has more than one type statement")
+			}
+			if len(s) != 3 {
+				return nil, fail("clause", "type statement must be `type <primary|secondary|...>;`")
+			}
+			typ, ok := zoneTypes[strings.ToLower(s[1].val)]
+			if !ok {
+				return nil, fail("clause", "zone type %q is not allowed at runtime", clip(s[1].val))
+			}
+			c.Type = typ
+		case pathOptions[name]:
+			if len(s) != 3 || s[1].kind != 's' {
+				return nil, fail("clause", "%s must be `%s \"<path>\";`", name, name)
+			}
+			p := s[1].val
+			if dataDir != "" && !within(dataDir, p) {
+				return nil, fail("clause", "%s %q lies outside the data directory %s", name, clip(p), dataDir)
+			}
+			if name == "file" {
+				if c.File != "" {
+					return nil, fail("clause", "has more than one file statement")
+				}
+				c.File = p
+			}
+		}
+		c.statements = append(c.statements, canonicalStatement(s))
+	}
+	if c.Type == "" {
+		return nil, fail("clause", "has no type statement")
+	}
+	slices.Sort(c.statements)
+	return c, nil
+}
+
+// within reports whether p is an absolute path inside dir (not dir itself).
+func within(dir, p string) bool {
+	if !filepath.IsAbs(p) || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(p))
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// Equal reports whether two clauses configure the same zone: the same
+// top-level statements in any order (named prints them in its own grammar
+// order), tokens compared without regard to spacing or quoting, and zone
+// type synonyms (master/primary, slave/secondary) treated alike.
+func (c *Clause) Equal(o *Clause) bool {
+	return c != nil && o != nil && slices.Equal(c.statements, o.statements)
+}
+
+// ParseShowzone parses named's `rndc showzone` output, `zone "name" [class
+// [view]] { ... };`, into a Clause for comparison with a requested one.
+// named's own output is trusted no more than a request: it is checked the
+// same way (without the data directory rule).
+func ParseShowzone(text string) (*Clause, error) {
+	i := strings.IndexByte(text, '{')
+	if i < 0 {
+		return nil, fail("showzone", "output has no clause")
+	}
+	return ParseClause(strings.TrimSpace(text[i:]), "")
+}
+
+func canonicalStatement(s []token) string {
+	var b strings.Builder
+	for i, t := range s {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		v := t.val
+		if t.kind == 'w' {
+			v = strings.ToLower(v)
+		}
+		if i == 1 && strings.EqualFold(s[0].val, "type") {
+			if typ, ok := zoneTypes[strings.ToLower(v)]; ok {
+				v = typ
+			}
+		}
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
+func join(ts []token) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.val
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,113 @@
+// Package validate decides which zone names, view names and zone clauses
+// the agent passes to named's control channel.
+//
+// Everything the agent receives ends up inside an rndc command line that
+// named parses as configuration (`addzone <zone> IN <view> { ... };`), and
+// zone and view names also become file paths under the data directory. A
+// value that could close its quoting, open a new statement, read or write a
+// file outside the data directory, or load code (dlz/database) is refused
+// here, before anything is written or sent. The checks are allow-lists: a
+// character or keyword not known to be harmless is an error.
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Limits on names, as DNS (RFC 1035) and Kubernetes object names allow.
+const (
+	MaxZoneNameLength = 253
+	MaxLabelLength    = 63
+	MaxViewNameLength = 63
+)
+
+// Error is a refusal with a sentence the caller can act on. Field names the
+// offending input ("zone", "view", "clause", "seed").
+type Error struct {
+	Field  string
+	Reason string
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Reason }
+
+func fail(field, format string, args ...any) error {
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// IsValidation reports whether err is (or wraps) a validation refusal.
+func IsValidation(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}
+
+// ZoneName checks a zone name and returns its canonical form: lowercase,
+// without the trailing dot. Labels are letters, digits, '-' and '_' (the
+// underscore appears in service zones such as _msdcs); '/' (RFC 2317
+// classless reverse zones) is refused because the name becomes a file name.
+// The root zone is refused: the agent only manages zones below it.
+func ZoneName(name string) (string, error) {
+	n := strings.ToLower(strings.TrimSuffix(name, "."))
+	if n == "" {
+		return "", fail("zone", "name is empty (the root zone is not managed through the agent)")
+	}
+	if len(n) > MaxZoneNameLength {
+		return "", fail("zone", "name is %d characters long, the limit is %d", len(n), MaxZoneNameLength)
+	}
+	for label := range strings.SplitSeq(n, ".") {
+		if label == "" {
+			return "", fail("zone", "name %q has an empty label", clip(name))
+		}
+		if len(label) > MaxLabelLength {
+			return "", fail("zone", "name has a label longer than %d characters", MaxLabelLength)
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !isAlnum(c) && c != '-' && c != '_' {
+				return "", fail("zone", "name %q contains %q; only letters, digits, '-', '_' and '.' are allowed", clip(name), rune(c))
+			}
+		}
+	}
+	return n, nil
+}
+
+// ViewName checks a view name. "" is the default view (no views
+// configured). Otherwise it is a Kubernetes-style name: lowercase letters,
+// digits, '-' and '.', starting and ending alphanumeric, no "..": it becomes
+// a directory name under the data directory.
+func ViewName(view string) error {
+	if view == "" {
+		return nil
+	}
+	if len(view) > MaxViewNameLength {
+		return fail("view", "name is %d characters long, the limit is %d", len(view), MaxViewNameLength)
+	}
+	for i := 0; i < len(view); i++ {
+		c := view[i]
+		if !(isLowerAlnum(c) || c == '-' || c == '.') {
+			return fail("view", "name %q contains %q; only lowercase letters, digits, '-' and '.' are allowed", clip(view), rune(c))
+		}
+	}
+	if !isLowerAlnum(view[0]) || !isLowerAlnum(view[len(view)-1]) {
+		return fail("view", "name %q must start and end with a letter or digit", clip(view))
+	}
+	if strings.Contains(view, "..") {
+		return fail("view", "name %q contains \"..\"", clip(view))
+	}
+	return nil
+}
+
+func isAlnum(c byte) bool { return isLowerAlnum(c) || (c >= 'A' && c <= 'Z') }
+func isLowerAlnum(c byte) bool {
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+}
+
+// clip bounds how much of a hostile input is echoed back in an error.
+func clip(s string) string {
+	const max = 80
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
