@@ -1,6 +1,7 @@
 package records
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -59,8 +60,34 @@ func ParseRR(zone, name, rrtype string, ttl uint32, value string) (dns.RR, error
 	if rr.Header().Rrtype != supported[t] {
 		return nil, fmt.Errorf("not valid %s data", t)
 	}
+	if err := checkDigest(rr); err != nil {
+		return nil, fmt.Errorf("not valid %s data: %v", t, err)
+	}
 	lowerNames(rr)
 	return rr, nil
+}
+
+// checkDigest rejects hex fields that miekg/dns accepts empty or unchecked;
+// BIND would refuse the zone or the UPDATE.
+func checkDigest(rr dns.RR) error {
+	var h string
+	switch r := rr.(type) {
+	case *dns.DS:
+		h = r.Digest
+	case *dns.TLSA:
+		h = r.Certificate
+	case *dns.SSHFP:
+		h = r.FingerPrint
+	default:
+		return nil
+	}
+	if h == "" {
+		return fmt.Errorf("the digest is missing")
+	}
+	if _, err := hex.DecodeString(h); err != nil || len(h)%2 != 0 {
+		return fmt.Errorf("the digest must be an even number of hex digits")
+	}
+	return nil
 }
 
 // CanonicalValue returns the canonical presentation of one value: the

@@ -59,6 +59,8 @@ func TestCanonicalValue(t *testing.T) {
 		{"DS", "12345 13 2 49FD46E6C4B45C55D4AC69CBD3CD34AC1AFE51DE9A5B2F5BA6D5D4A3C0E2D1F0", "12345 13 2 49FD46E6C4B45C55D4AC69CBD3CD34AC1AFE51DE9A5B2F5BA6D5D4A3C0E2D1F0", ""},
 		{"TLSA", "3 1 1 ABCDEF0123", "3 1 1 abcdef0123", ""},
 		{"SSHFP", "4 2 abcdef", "4 2 ABCDEF", ""},
+		{"DS", "12345 13 2", "", "digest is missing"},
+		{"TLSA", "3 1 1 abc", "", "hex digits"},
 		{"HTTPS", "1 . alpn=h2", `1 . alpn="h2"`, ""},
 		{"SVCB", "1 Svc.example.net. port=8443", `1 svc.example.net. port="8443"`, ""},
 		{"NS", "192.0.2.1 extra", "", "not valid NS data"},
