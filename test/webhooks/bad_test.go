@@ -143,7 +143,9 @@ var badCases = []badCase{
 	{"below delegation", zone(func(s *v1alpha1.BindZoneSpec) {
 		s.Records = []v1alpha1.RecordSet{{Name: "sub", Type: "NS", Values: []string{"ns.example.org."}}, {Name: "www.sub", Type: "TXT", Values: []string{"hi"}}}
 	}), "spec.records[1].name", "below the delegation"},
-	{"SOA retry above refresh", zone(func(s *v1alpha1.BindZoneSpec) { s.SOA = &v1alpha1.SOASpec{Refresh: ptr(int32(60)), Retry: ptr(int32(600))} }), "spec.soa.retry", "must not exceed refresh"},
+	{"SOA retry above refresh", zone(func(s *v1alpha1.BindZoneSpec) {
+		s.SOA = &v1alpha1.SOASpec{Refresh: ptr(int32(60)), Retry: ptr(int32(600))}
+	}), "spec.soa.retry", "must not exceed refresh"},
 	{"allowTransfer host bits", zone(func(s *v1alpha1.BindZoneSpec) { s.AllowTransfer = []v1alpha1.AddressMatchElement{addr("192.0.2.1/24")} }), "spec.allowTransfer[0].address", "192.0.2.0/24"},
 	// BindZone: other objects.
 	{"Forward zone on Authoritative cluster", zone(func(s *v1alpha1.BindZoneSpec) {
@@ -185,7 +187,9 @@ var badCases = []badCase{
 		s.Forwarders = []v1alpha1.Forwarder{{Address: "192.0.2.53"}}
 	}), "spec.forwarders", "only used while recursing"},
 	{"forwarders on Authoritative", view("auth", func(s *v1alpha1.BindViewSpec) { s.Forwarders = []v1alpha1.Forwarder{{Address: "192.0.2.53"}} }), "spec.forwarders", "Authoritative"},
-	{"view host bits", view("res", func(s *v1alpha1.BindViewSpec) { s.MatchClients = []v1alpha1.AddressMatchElement{addr("2001:db8::1/32")} }), "spec.matchClients[0].address", "2001:db8::/32"},
+	{"view host bits", view("res", func(s *v1alpha1.BindViewSpec) {
+		s.MatchClients = []v1alpha1.AddressMatchElement{addr("2001:db8::1/32")}
+	}), "spec.matchClients[0].address", "2001:db8::/32"},
 
 	// BindACL.
 	{"ACL includes itself", acl("selfish", v1alpha1.AddressMatchElement{ACLRef: "selfish"}), "spec.entries[0].aclRef", "cannot include itself"},
