@@ -87,6 +87,9 @@ func runManager(args []string) error {
 	if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&controllers.DNSRecordReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

@@ -79,6 +79,16 @@ func (k Key) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("name", k.Name), slog.String("algorithm", k.Algorithm), slog.String("secret", masked))
 }
 
+// Equal tells whether two keys have the same name, algorithm and secret,
+// so a cache can tell a rotated key from the one it holds without ever
+// exposing either secret.
+func (k Key) Equal(o Key) bool {
+	if k.Name != o.Name || k.Algorithm != o.Algorithm || (k.secret == nil) != (o.secret == nil) {
+		return false
+	}
+	return k.secret == nil || hmac.Equal(k.secret.b, o.secret.b)
+}
+
 func (k Key) valid() bool { return k.secret != nil && tsigHashes[k.Algorithm] != nil }
 
 // provider signs and verifies with this key only. Using our own

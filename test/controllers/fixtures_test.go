@@ -131,3 +131,5 @@ func must(t *testing.T, err error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func clientInNamespace(ns string) client.InNamespace { return client.InNamespace(ns) }

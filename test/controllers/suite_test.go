@@ -73,6 +73,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	mgrCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

@@ -1,0 +1,376 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/records"
+)
+
+// recordFinalizer removes a DNSRecord's data from its zone before the
+// object goes away.
+const recordFinalizer = "bind.unkin.net/dnsrecord"
+
+// Condition reasons of a DNSRecord.
+const (
+	ReasonApplied       = "Applied"
+	ReasonZoneNotFound  = "ZoneNotFound"
+	ReasonZoneNotReady  = "ZoneNotReady"
+	ReasonClaimed       = "ClaimedByAnother"
+	ReasonForeignData   = "ForeignData"
+	ReasonUpdateRefused = "UpdateRefused"
+	ReasonInvalidRecord = "InvalidRecord"
+	ReasonNoConflict    = "NoConflict"
+)
+
+// deleteGiveUp bounds how long a deleted DNSRecord waits for its zone's
+// primary: a cluster that is gone for good must not keep objects forever.
+const deleteGiveUp = 5 * time.Minute
+
+// DNSRecordReconciler applies one record set per DNSRecord with
+// TSIG-signed, prerequisite-guarded UPDATEs.
+//
+// Ownership: status.appliedValues is what this record wrote. It creates a
+// record set only if none exists (unless spec.adoptExisting), replaces or
+// deletes it only while it still holds exactly appliedValues, so it never
+// overwrites or deletes data it did not create. Two DNSRecords for the same
+// name and type: the older one owns it, the other reports Conflict.
+type DNSRecordReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Servers  ZoneServerResolver
+	// BatchWindow and BatchSize tune UPDATE batching; zero takes defaults.
+	BatchWindow time.Duration
+	BatchSize   int
+	// MaxConcurrentReconciles feeds the batcher; default 64.
+	MaxConcurrentReconciles int
+
+	batcher *updateBatcher
+}
+
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords/finalizers,verbs=update
+
+// Reconcile applies one DNSRecord.
+func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var rec bindv1alpha1.DNSRecord
+	if err := r.Client.Get(ctx, req.NamespacedName, &rec); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if rec.DeletionTimestamp != nil {
+		return r.finalize(ctx, &rec)
+	}
+	if controllerutil.AddFinalizer(&rec, recordFinalizer) {
+		if err := r.Client.Update(ctx, &rec); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	status := rec.Status.DeepCopy()
+	status.ObservedGeneration = rec.Generation
+	res, err := r.apply(ctx, &rec, status)
+	if uerr := r.patchStatus(ctx, &rec, status); uerr != nil {
+		return ctrl.Result{}, errors.Join(err, uerr)
+	}
+	return res, err
+}
+
+func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) (ctrl.Result, error) {
+	var zone bindv1alpha1.BindZone
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Spec.ZoneRef.Name}, &zone); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.setReady(rec, status, metav1.ConditionFalse, ReasonZoneNotFound, fmt.Sprintf("BindZone %q does not exist in this namespace; create it or fix spec.zoneRef", rec.Spec.ZoneRef.Name))
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	zoneName := records.CanonicalZone(string(zone.Spec.ZoneName))
+	if owner, err := r.claimant(ctx, rec, &zone); err != nil {
+		return ctrl.Result{}, err
+	} else if owner != "" {
+		r.setConflict(rec, status, ReasonClaimed, fmt.Sprintf("%s already manages %s %s; delete one of the two, or give them different names or types", owner, rec.Spec.Name, rec.Spec.Type))
+		return ctrl.Result{}, nil
+	}
+
+	defaultTTL := int32(records.DefaultTTL)
+	if zone.Spec.DefaultTTL != nil {
+		defaultTTL = int32(*zone.Spec.DefaultTTL)
+	}
+	set, errs := records.CanonicalizeSet(zoneName, bindv1alpha1.RecordSet{Name: rec.Spec.Name, Type: rec.Spec.Type, TTL: rec.Spec.TTL, Values: rec.Spec.Values}, defaultTTL, field.NewPath("spec"))
+	if len(errs) > 0 {
+		r.setReady(rec, status, metav1.ConditionFalse, ReasonInvalidRecord, errs.ToAggregate().Error())
+		return ctrl.Result{}, nil
+	}
+	status.FQDN = records.FQDN(zoneName, string(set.Name))
+	ttl := int32(ptr.Deref(set.TTL, bindv1alpha1.TTL(defaultTTL)))
+	if slices.Equal(status.AppliedValues, set.Values) && ptr.Deref(status.AppliedTTL, -1) == ttl &&
+		meta.IsStatusConditionTrue(status.Conditions, bindv1alpha1.ConditionReady) {
+		return ctrl.Result{}, nil
+	}
+
+	srv, err := r.Servers.Resolve(ctx, &zone)
+	if err != nil {
+		r.setReady(rec, status, metav1.ConditionFalse, ReasonZoneNotReady, fmt.Sprintf("cannot send updates to zone %s yet: %v", zoneName, err))
+		return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
+	}
+	rrtype := dns.StringToType[string(set.Type)]
+	rrset := dnsclient.RRSet{Name: status.FQDN, Type: rrtype, TTL: uint32(ttl), Values: set.Values}
+	change := dnsclient.Change{Op: dnsclient.Create, Set: rrset}
+	switch {
+	case len(status.AppliedValues) > 0:
+		change = dnsclient.Change{Op: dnsclient.Replace, Set: rrset, Prev: status.AppliedValues}
+	case rec.Spec.AdoptExisting:
+		change = dnsclient.Change{Op: dnsclient.Upsert, Set: rrset}
+	}
+
+	err = r.batcher.Submit(ctx, srv, zoneName, change)
+	var rc *dnsclient.RcodeError
+	switch {
+	case err == nil:
+	case errors.As(err, &rc) && rc.Rcode == dns.RcodeYXRrset && change.Op == dnsclient.Create && r.alreadyServed(ctx, srv, rrset):
+		// Our own earlier write (its status not yet visible): done.
+	case errors.As(err, &rc) && rc.Rcode == dns.RcodeYXRrset && change.Op == dnsclient.Create:
+		status.LastRcode = rc.RcodeName()
+		r.setConflict(rec, status, ReasonForeignData, fmt.Sprintf("%s %s already holds data no DNSRecord created; it is left alone. Set spec.adoptExisting: true to take it over", status.FQDN, set.Type))
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	case errors.As(err, &rc) && rc.Rcode == dns.RcodeNXRrset && change.Op == dnsclient.Replace:
+		// What we wrote was changed behind our back: the declaration wins
+		// for data this record owns.
+		change = dnsclient.Change{Op: dnsclient.Upsert, Set: rrset}
+		if err = r.batcher.Submit(ctx, srv, zoneName, change); err != nil {
+			return r.refused(rec, status, err)
+		}
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeNormal, "Repaired", "Update", "%s %s had drifted from what this record wrote; restored", status.FQDN, set.Type)
+	default:
+		return r.refused(rec, status, err)
+	}
+	status.LastRcode = dns.RcodeToString[dns.RcodeSuccess]
+	status.AppliedValues = set.Values
+	status.AppliedTTL = ptr.To(ttl)
+	r.clearConflict(rec, status)
+	r.setReady(rec, status, metav1.ConditionTrue, ReasonApplied, fmt.Sprintf("%s %s is served by the zone's primary", status.FQDN, set.Type))
+	return ctrl.Result{}, nil
+}
+
+// alreadyServed tells whether the primary already serves exactly rrset.
+func (r *DNSRecordReconciler) alreadyServed(ctx context.Context, srv ZoneServer, rrset dnsclient.RRSet) bool {
+	values, ttl, err := servedValues(ctx, srv.Addr, rrset.Name, rrset.Type)
+	return err == nil && ttl == rrset.TTL && slices.Equal(values, rrset.Values)
+}
+
+// refused reports an UPDATE named rejected with its rcode, or retries a
+// transport failure.
+func (r *DNSRecordReconciler) refused(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, err error) (ctrl.Result, error) {
+	var rc *dnsclient.RcodeError
+	if errors.As(err, &rc) {
+		status.LastRcode = rc.RcodeName()
+		msg := fmt.Sprintf("the zone's primary refused the update with %s: %v", rc.RcodeName(), err)
+		r.setReady(rec, status, metav1.ConditionFalse, ReasonUpdateRefused, msg)
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, ReasonUpdateRefused, "Update", msg)
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	r.setReady(rec, status, metav1.ConditionFalse, ReasonZoneNotReady, fmt.Sprintf("the update did not reach the zone's primary: %v", err))
+	return ctrl.Result{}, err
+}
+
+// claimant returns who else owns this name and type, or "": a record set in
+// the BindZone itself, or an older DNSRecord (creation time, then name).
+func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DNSRecord, zone *bindv1alpha1.BindZone) (string, error) {
+	zoneName := records.CanonicalZone(string(zone.Spec.ZoneName))
+	name, err := records.RelativeName(zoneName, string(rec.Spec.Name))
+	if err != nil {
+		return "", nil // reported by CanonicalizeSet
+	}
+	for _, s := range zone.Spec.Records {
+		if n, err := records.RelativeName(zoneName, string(s.Name)); err == nil && n == name && strings.EqualFold(string(s.Type), string(rec.Spec.Type)) {
+			return fmt.Sprintf("BindZone %q (spec.records)", zone.Name), nil
+		}
+	}
+	var list bindv1alpha1.DNSRecordList
+	if err := r.Client.List(ctx, &list, client.InNamespace(rec.Namespace), client.MatchingFields{indexRecordClaim: claimKey(rec)}); err != nil {
+		return "", err
+	}
+	for _, o := range list.Items {
+		if o.UID == rec.UID || o.DeletionTimestamp != nil {
+			continue
+		}
+		if olderThan(&o, rec) {
+			return fmt.Sprintf("DNSRecord %q", o.Name), nil
+		}
+	}
+	return "", nil
+}
+
+// Field indexes of DNSRecords in the manager's cache.
+const (
+	indexRecordZone  = "spec.zoneRef.name"
+	indexRecordClaim = "bind.unkin.net/claim"
+)
+
+// claimKey is what two DNSRecords must not share: zone, owner name, type.
+// Names are canonical (lowercase, relative) once the webhook defaulted them.
+func claimKey(r *bindv1alpha1.DNSRecord) string {
+	return r.Spec.ZoneRef.Name + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), ".")) + "/" + strings.ToUpper(string(r.Spec.Type))
+}
+
+func olderThan(a, b *bindv1alpha1.DNSRecord) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// finalize deletes what this record wrote, guarded by appliedValues, then
+// lets the object go. A zone or cluster that is gone releases it at once.
+func (r *DNSRecordReconciler) finalize(ctx context.Context, rec *bindv1alpha1.DNSRecord) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(rec, recordFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.deleteData(ctx, rec); err != nil {
+		if time.Since(rec.DeletionTimestamp.Time) < deleteGiveUp {
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		}
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", rec.Status.FQDN, rec.Spec.Type, deleteGiveUp, err)
+	}
+	controllerutil.RemoveFinalizer(rec, recordFinalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, rec))
+}
+
+func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.DNSRecord) error {
+	if len(rec.Status.AppliedValues) == 0 || meta.IsStatusConditionTrue(rec.Status.Conditions, bindv1alpha1.ConditionConflict) {
+		return nil // nothing of ours is in the zone
+	}
+	var zone bindv1alpha1.BindZone
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Spec.ZoneRef.Name}, &zone); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	srv, err := r.Servers.Resolve(ctx, &zone)
+	if errors.Is(err, ErrClusterGone) {
+		return nil // nothing left to clean
+	}
+	if err != nil {
+		return err
+	}
+	rrset := dnsclient.RRSet{Name: rec.Status.FQDN, Type: dns.StringToType[string(rec.Spec.Type)]}
+	err = r.batcher.Submit(ctx, srv, records.CanonicalZone(string(zone.Spec.ZoneName)),
+		dnsclient.Change{Op: dnsclient.Delete, Set: rrset, Prev: rec.Status.AppliedValues})
+	var rc *dnsclient.RcodeError
+	if errors.As(err, &rc) && rc.Rcode == dns.RcodeNXRrset {
+		return nil // already changed by someone else: not ours to delete
+	}
+	return err
+}
+
+func (r *DNSRecordReconciler) setReady(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: s, Reason: reason, Message: msg, ObservedGeneration: rec.Generation})
+}
+
+func (r *DNSRecordReconciler) setConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, reason, msg string) {
+	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionConflict); prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != reason {
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, reason, "Claim", msg)
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionConflict, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: rec.Generation})
+	r.setReady(rec, status, metav1.ConditionFalse, reason, msg)
+}
+
+func (r *DNSRecordReconciler) clearConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionConflict, Status: metav1.ConditionFalse, Reason: ReasonNoConflict, Message: "no other object claims this name and type.", ObservedGeneration: rec.Generation})
+}
+
+func (r *DNSRecordReconciler) patchStatus(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) error {
+	if equality.Semantic.DeepEqual(&rec.Status, status) {
+		return nil
+	}
+	base := rec.DeepCopy()
+	rec.Status = *status
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, rec, client.MergeFrom(base)))
+}
+
+// SetupWithManager registers the reconciler. A change to a zone re-checks
+// its records (ownership against spec.records, TTL defaults), and a deleted
+// DNSRecord wakes the ones that lost a claim to it.
+func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("bind-operator")
+	}
+	if r.Servers == nil {
+		r.Servers = ClusterResolver{Client: mgr.GetClient()}
+	}
+	window, size := r.BatchWindow, r.BatchSize
+	if window == 0 {
+		window = 20 * time.Millisecond
+	}
+	if size == 0 {
+		size = dnsclient.DefaultBatchSize
+	}
+	cache := &clientCache{}
+	r.batcher = newUpdateBatcher(window, size, cache.get)
+	workers := r.MaxConcurrentReconciles
+	if workers == 0 {
+		workers = 64
+	}
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(context.Background(), &bindv1alpha1.DNSRecord{}, indexRecordZone, func(o client.Object) []string {
+		return []string{o.(*bindv1alpha1.DNSRecord).Spec.ZoneRef.Name}
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(context.Background(), &bindv1alpha1.DNSRecord{}, indexRecordClaim, func(o client.Object) []string {
+		return []string{claimKey(o.(*bindv1alpha1.DNSRecord))}
+	}); err != nil {
+		return err
+	}
+	enqueue := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+		var list bindv1alpha1.DNSRecordList
+		if err := r.Client.List(ctx, &list, opts...); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, rec := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rec)})
+		}
+		return reqs
+	}
+	recordsOfZone := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return enqueue(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexRecordZone: o.GetName()})
+	})
+	// When a record goes, the one that lost the claim to it takes over.
+	rivals := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return enqueue(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexRecordClaim: claimKey(o.(*bindv1alpha1.DNSRecord))})
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bindv1alpha1.DNSRecord{}).
+		Watches(&bindv1alpha1.BindZone{}, recordsOfZone).
+		Watches(&bindv1alpha1.DNSRecord{}, rivals, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectNew.GetDeletionTimestamp() != nil },
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Named("dnsrecord").
+		Complete(r)
+}

@@ -1,0 +1,200 @@
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+)
+
+// recordEnv is a namespace whose zone example.com lives on a real named.
+type recordEnv struct {
+	*fixture
+	server *bindtest.Server
+	tsig   dnsclient.Key
+}
+
+func newRecordEnv(t *testing.T) *recordEnv {
+	t.Helper()
+	tsig := bindtest.NewKey("upd", "hmac-sha256")
+	srv := bindtest.Start(t, bindtest.Options{
+		Keys: []bindtest.Key{tsig},
+		Files: map[string]string{
+			"example.com.db": bindtest.SeedZone("example.com.", 1),
+			"locked.test.db": bindtest.SeedZone("locked.test.", 1),
+		},
+		Config: `zone "example.com" { type primary; file "example.com.db"; allow-update { key "upd"; }; };
+zone "locked.test" { type primary; file "locked.test.db"; allow-update { none; }; };`,
+	})
+	f := keyNamespace(t)
+	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "upd-key"}, Data: map[string][]byte{v1.TSIGSecretKey: []byte(tsig.Secret)}})
+	f.create(&v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: "upd"}, Spec: v1.BindTSIGKeySpec{ImportExisting: true, SecretName: "upd-key"}})
+	for name, zone := range map[string]string{"example-com": "example.com", "locked": "locked.test"} {
+		f.create(&v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.BindZoneSpec{
+			ClusterRef: v1.LocalObjectReference{Name: "dns"}, ZoneName: v1.DomainName(zone),
+			UpdateKeyRef: &v1.LocalObjectReference{Name: "upd"},
+			Records:      []v1.RecordSet{{Name: "inline", Type: "A", Values: []string{"192.0.2.99"}}},
+		}})
+	}
+	key, err := dnsclient.NewKey(tsig.Name, tsig.Algorithm, tsig.Secret)
+	must(t, err)
+	resolver.set(f.ns, "example.com", srv.DNSAddr, key)
+	resolver.set(f.ns, "locked.test", srv.DNSAddr, key)
+	return &recordEnv{fixture: f, server: srv, tsig: key}
+}
+
+// served asks named for name/type and returns the rdata it serves, sorted.
+func (e *recordEnv) served(name string, t uint16) []string {
+	e.t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), t)
+	in, err := dns.Exchange(m, e.server.DNSAddr)
+	if err != nil {
+		e.t.Fatalf("query %s: %v", name, err)
+	}
+	var out []string
+	for _, rr := range in.Answer {
+		if rr.Header().Rrtype == t {
+			out = append(out, strings.TrimPrefix(rr.String(), rr.Header().String()))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (e *recordEnv) waitServed(name string, t uint16, want ...string) {
+	e.t.Helper()
+	slices.Sort(want)
+	e.eventually(fmt.Sprintf("%s %s to serve %v", name, dns.TypeToString[t], want), func() (bool, error) {
+		return slices.Equal(e.served(name, t), want), nil
+	})
+}
+
+func (e *recordEnv) record(name string) *v1.DNSRecord {
+	e.t.Helper()
+	var r v1.DNSRecord
+	must(e.t, k8sClient.Get(ctx, e.key(name), &r))
+	return &r
+}
+
+func (e *recordEnv) waitRecord(name, condType string, status metav1.ConditionStatus, reason string) *v1.DNSRecord {
+	e.t.Helper()
+	var r *v1.DNSRecord
+	e.eventually(fmt.Sprintf("DNSRecord %s %s=%s/%s", name, condType, status, reason), func() (bool, error) {
+		r = e.record(name)
+		c := meta.FindStatusCondition(r.Status.Conditions, condType)
+		return c != nil && c.Status == status && c.Reason == reason && r.Status.ObservedGeneration == r.Generation, nil
+	})
+	return r
+}
+
+func newRecord(name, owner, typ string, values ...string) *v1.DNSRecord {
+	return &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.DNSRecordSpec{
+		ZoneRef: v1.LocalObjectReference{Name: "example-com"}, Name: v1.RecordName(owner), Type: v1.RecordType(typ), Values: values,
+	}}
+}
+
+func TestDNSRecordLifecycle(t *testing.T) {
+	e := newRecordEnv(t)
+	e.create(newRecord("api", "api", "A", "192.0.2.80", "192.0.2.81"))
+	r := e.waitRecord("api", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitServed("api.example.com", dns.TypeA, "192.0.2.80", "192.0.2.81")
+	if r.Status.FQDN != "api.example.com." || r.Status.LastRcode != "NOERROR" || len(r.Status.AppliedValues) != 2 {
+		t.Errorf("status = %+v", r.Status)
+	}
+
+	r.Spec.Values = []string{"192.0.2.82"}
+	ttl := v1.TTL(120)
+	r.Spec.TTL = &ttl
+	must(t, k8sClient.Update(ctx, r))
+	e.waitServed("api.example.com", dns.TypeA, "192.0.2.82")
+	e.waitRecord("api", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+
+	must(t, k8sClient.Delete(ctx, r))
+	e.waitServed("api.example.com", dns.TypeA)
+	e.eventually("the DNSRecord to be gone", func() (bool, error) {
+		var l v1.DNSRecordList
+		err := k8sClient.List(ctx, &l, clientInNamespace(e.ns))
+		return err == nil && len(l.Items) == 0, err
+	})
+}
+
+func TestDNSRecordNeverTouchesForeignData(t *testing.T) {
+	e := newRecordEnv(t)
+	c, err := dnsclient.New(e.server.DNSAddr, &e.tsig, dnsclient.Options{Timeout: 5 * time.Second})
+	must(t, err)
+	defer c.Close()
+	must(t, c.Update(ctx, "example.com", dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{
+		Name: "legacy.example.com.", Type: dns.TypeA, TTL: 300, Values: []string{"192.0.2.7"},
+	}}))
+
+	e.create(newRecord("legacy", "legacy", "A", "192.0.2.8"))
+	r := e.waitRecord("legacy", v1.ConditionConflict, metav1.ConditionTrue, controllers.ReasonForeignData)
+	if r.Status.LastRcode != "YXRRSET" || !strings.Contains(meta.FindStatusCondition(r.Status.Conditions, v1.ConditionConflict).Message, "adoptExisting") {
+		t.Errorf("the conflict should carry BIND's rcode and the way out: %+v", r.Status)
+	}
+	e.waitServed("legacy.example.com", dns.TypeA, "192.0.2.7")
+
+	// Deleting a record that never applied leaves the foreign data alone.
+	must(t, k8sClient.Delete(ctx, r))
+	e.eventually("the conflicting record to go", func() (bool, error) {
+		var l v1.DNSRecordList
+		err := k8sClient.List(ctx, &l, clientInNamespace(e.ns))
+		return err == nil && len(l.Items) == 0, err
+	})
+	if got := e.served("legacy.example.com", dns.TypeA); !slices.Equal(got, []string{"192.0.2.7"}) {
+		t.Fatalf("foreign data was touched: %v", got)
+	}
+
+	adopt := newRecord("legacy2", "legacy", "A", "192.0.2.9")
+	adopt.Spec.AdoptExisting = true
+	e.create(adopt)
+	e.waitRecord("legacy2", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitServed("legacy.example.com", dns.TypeA, "192.0.2.9")
+}
+
+func TestDNSRecordConflictBetweenRecords(t *testing.T) {
+	e := newRecordEnv(t)
+	e.create(newRecord("first", "www", "A", "192.0.2.1"))
+	e.waitRecord("first", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.create(newRecord("second", "www", "A", "192.0.2.2"))
+	r := e.waitRecord("second", v1.ConditionConflict, metav1.ConditionTrue, controllers.ReasonClaimed)
+	if !strings.Contains(meta.FindStatusCondition(r.Status.Conditions, v1.ConditionConflict).Message, `DNSRecord "first"`) {
+		t.Errorf("the conflict should name the owner: %+v", r.Status.Conditions)
+	}
+	e.waitServed("www.example.com", dns.TypeA, "192.0.2.1")
+
+	// Inline records of the BindZone own their names too.
+	e.create(newRecord("inline", "inline", "A", "192.0.2.3"))
+	e.waitRecord("inline", v1.ConditionConflict, metav1.ConditionTrue, controllers.ReasonClaimed)
+
+	// When the owner goes, the other takes over: no fight, no gap forever.
+	must(t, k8sClient.Delete(ctx, e.record("first")))
+	e.waitRecord("second", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitServed("www.example.com", dns.TypeA, "192.0.2.2")
+}
+
+func TestDNSRecordRefusedUpdateReported(t *testing.T) {
+	e := newRecordEnv(t)
+	rec := newRecord("nope", "host", "A", "192.0.2.5")
+	rec.Spec.ZoneRef.Name = "locked"
+	e.create(rec)
+	r := e.waitRecord("nope", v1.ConditionReady, metav1.ConditionFalse, controllers.ReasonUpdateRefused)
+	if r.Status.LastRcode != "REFUSED" {
+		t.Errorf("lastRcode = %q, want BIND's REFUSED", r.Status.LastRcode)
+	}
+	// The refusal of one record does not hold back another zone's records.
+	e.create(newRecord("fine", "fine", "TXT", `"hello"`))
+	e.waitRecord("fine", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+}
