@@ -2,27 +2,45 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/webhooks"
 )
+
+// The webhooks derive the pod CIDRs from the Nodes when none are given.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// Metrics are served behind authentication and authorization.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // managerOptions are the manager's command-line flags.
 type managerOptions struct {
 	metricsAddr    string
+	secureMetrics  bool
 	probeAddr      string
+	webhookPort    int
 	leaderElection bool
+	podCIDRs       string
 	cluster        controllers.ClusterOptions
+	certs          certs.Flags
 }
 
 func newScheme() (*runtime.Scheme, error) {
@@ -36,29 +54,63 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-func runManager(args []string) error {
+func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	var o managerOptions
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.secureMetrics, "metrics-secure", true, "serve metrics over HTTPS with Kubernetes authentication and authorization")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the admission webhook server")
 	fs.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader so only one manager reconciles at a time")
+	fs.StringVar(&o.podCIDRs, "pod-cidrs", "", "comma-separated pod CIDRs; option statements naming an address inside them are rejected. Empty: read from the Nodes' spec.podCIDRs")
 	fs.StringVar(&o.cluster.BindImage, "bind-image", controllers.DefaultBindImage, "BIND 9.18 image for clusters that set none")
 	fs.StringVar(&o.cluster.AgentImage, "agent-image", controllers.DefaultAgentImage, "agent sidecar image (this operator's image) for clusters that set none")
 	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
-	zapOpts := zap.Options{}
+	o.certs.BindFlags(fs)
+	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if err := o.certs.Complete(); err != nil {
+		return nil, nil, err
+	}
+	return &o, zapOpts, nil
+}
+
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("--pod-cidrs: %q is not a CIDR prefix such as 10.244.0.0/16", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func runManager(args []string) error {
+	o, zapOpts, err := parseManagerFlags(args)
+	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
+	podCIDRs, err := parsePrefixes(o.podCIDRs)
+	if err != nil {
+		return err
+	}
 	o.cluster.OperatorPodLabels = map[string]string{"app.kubernetes.io/name": "bind-operator"}
 	if path, err := exec.LookPath(o.cluster.NamedCheckconf); err == nil {
 		o.cluster.NamedCheckconf = path
 	} else {
-		// The image ships named-checkconf; running without it means a
-		// broken render is only caught when named fails to start.
+		// The image ships named-checkconf; without it a broken render is
+		// only caught when named fails to start.
 		setupLog.Error(err, "named-checkconf not found: rendered configs will not be checked before they roll out")
 		o.cluster.NamedCheckconf = ""
 	}
@@ -67,34 +119,73 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics}
+	if o.secureMetrics {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElection,
 		LeaderElectionID:       "bind-operator.bind.unkin.net",
+		WebhookServer:          webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.certs.Options.CertDir}),
 	})
 	if err != nil {
 		return err
 	}
-	if err := (&controllers.BindClusterReconciler{
-		Client:  mgr.GetClient(),
-		Options: o.cluster,
-		Paths:   render.DefaultPaths(),
-	}).SetupWithManager(mgr); err != nil {
+	ctx := ctrl.SetupSignalHandler()
+
+	if o.certs.SelfManaged() {
+		// The webhook server reads its certificate when it starts, before
+		// any other runnable: issue (or reuse) it first.
+		c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return err
+		}
+		m, err := certs.New(c, o.certs.Options)
+		if err != nil {
+			return err
+		}
+		if err := m.Bootstrap(ctx); err != nil {
+			return fmt.Errorf("self-managed webhook certificates: %w", err)
+		}
+		if err := mgr.Add(m); err != nil {
+			return err
+		}
+	}
+
+	if err := setupControllers(mgr, o); err != nil {
 		return err
 	}
-	if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&controllers.DNSRecordReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := webhooks.SetupWithManager(mgr, webhooks.Options{
+		PodCIDRs:                podCIDRs,
+		DerivePodCIDRsFromNodes: len(podCIDRs) == 0,
+		DefaultImage:            o.cluster.BindImage,
+		DefaultAgentImage:       o.cluster.AgentImage,
+	}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
+
+func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
+	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
+		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths()},
+		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()},
+		&controllers.DNSRecordReconciler{Client: mgr.GetClient()},
+	} {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
