@@ -2,6 +2,7 @@ package certs
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,14 +22,20 @@ const certManagerVersion = "v1.21.2"
 // is built from them, so any line holding a template action is dropped
 // first rather than tripping the YAML parser in a later release.
 func certManagerCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	// go mod download fetches the zip on a fresh machine (nothing in the
+	// build imports cert-manager, so no build would) and reports its folder.
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/cert-manager/cert-manager@"+certManagerVersion).Output()
 	if err != nil {
-		return nil, fmt.Errorf("go env GOMODCACHE: %w", err)
+		return nil, fmt.Errorf("go mod download github.com/cert-manager/cert-manager@%s: %w", certManagerVersion, err)
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "github.com", "cert-manager", "cert-manager@"+certManagerVersion, "deploy", "crds")
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return nil, fmt.Errorf("go mod download printed no module folder: %v", err)
+	}
+	dir := filepath.Join(mod.Dir, "deploy", "crds")
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no cert-manager CRDs in %s (run `go mod download github.com/cert-manager/cert-manager`): %v", dir, err)
+		return nil, fmt.Errorf("no cert-manager CRDs in %s: %v", dir, err)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
