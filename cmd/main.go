@@ -19,6 +19,8 @@ func main() {
 	switch os.Args[1] {
 	case "manager":
 		err = runManager(os.Args[2:])
+	case "agent":
+		err = runAgent(os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -35,4 +37,5 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: bind-operator manager [flags]")
+	fmt.Fprintln(os.Stderr, "       bind-operator agent [flags]")
 }

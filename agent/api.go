@@ -1,0 +1,105 @@
+package agent
+
+// Paths of the API, version 1.
+const (
+	PathEnsure      = "/v1/zones/ensure"
+	PathEnsureBatch = "/v1/zones/ensure-batch"
+	PathDelete      = "/v1/zones/delete"
+	PathStatus      = "/v1/zones/status"
+	PathSync        = "/v1/sync"
+)
+
+// Request size limits. Both sides apply them: the agent refuses larger
+// bodies with 413, the client refuses to send them.
+const (
+	MaxRequestBytes = 64 << 10 // one zone: clause ≤ 16 KiB, seed ≤ 32 KiB
+	MaxBatchBytes   = 16 << 20 // a batch
+	MaxBatchZones   = 5000
+	MaxSeedBytes    = 32 << 10
+	// MaxReplyBytes bounds what the client reads from an agent.
+	MaxReplyBytes = 32 << 20
+)
+
+// Actions reported by ensure and delete.
+const (
+	ActionAdded     = "added"     // addzone
+	ActionModified  = "modified"  // modzone: the zone existed with another clause
+	ActionUnchanged = "unchanged" // the zone existed with this clause
+	ActionDeleted   = "deleted"   // delzone
+	ActionAbsent    = "absent"    // delete of a zone named does not have
+)
+
+// ZoneRef names a zone: View "" is the default view (no views configured).
+type ZoneRef struct {
+	View string `json:"view,omitempty"`
+	Zone string `json:"zone"`
+}
+
+// EnsureZoneRequest makes named serve Zone with exactly Clause.
+//
+// Clause is the `{ ... };` block rndc addzone takes (render.ZoneClauses
+// builds it). Seed, when set, is the initial zone file of a primary zone:
+// the agent writes it to render.Paths.PrimaryZoneFile(View, Zone) only if
+// that file does not exist (dynamic updates live there and are never
+// overwritten), and the clause's file statement must name exactly that
+// path.
+type EnsureZoneRequest struct {
+	View   string `json:"view,omitempty"`
+	Zone   string `json:"zone"`
+	Clause string `json:"clause"`
+	Seed   string `json:"seed,omitempty"`
+}
+
+// EnsureZoneResult says what the agent did.
+type EnsureZoneResult struct {
+	View   string `json:"view,omitempty"`
+	Zone   string `json:"zone"`
+	Action string `json:"action,omitempty"` // ActionAdded, ActionModified, ActionUnchanged
+	// SeedWritten is true when this request created the zone file.
+	SeedWritten bool `json:"seedWritten,omitempty"`
+	// Error is set (and Action empty) when named refused the zone; only in
+	// batch results, a single ensure returns an ErrorResponse instead.
+	Error string `json:"error,omitempty"`
+}
+
+// EnsureZonesRequest is many ensures over one control session. Every entry
+// is validated before any is applied: one invalid entry refuses the batch
+// (422, nothing done). named's per-zone failures come back per entry.
+type EnsureZonesRequest struct {
+	Zones []EnsureZoneRequest `json:"zones"`
+}
+
+// EnsureZonesResponse holds one result per request entry, in order.
+type EnsureZonesResponse struct {
+	Results []EnsureZoneResult `json:"results"`
+}
+
+// DeleteZoneResult says what the agent did.
+type DeleteZoneResult struct {
+	Action string `json:"action"` // ActionDeleted or ActionAbsent
+}
+
+// ZoneStatus is named's view of a zone (rndc zonestatus).
+type ZoneStatus struct {
+	View   string `json:"view,omitempty"`
+	Zone   string `json:"zone"`
+	Exists bool   `json:"exists"`
+	Loaded bool   `json:"loaded"`
+	Type   string `json:"type,omitempty"`
+	Serial uint32 `json:"serial"`
+	// Expected is true when the zone is in the agent's expected list
+	// (ensured and not deleted): readiness waits for it.
+	Expected bool `json:"expected"`
+}
+
+// SyncResult is the outcome of POST /v1/sync (rndc sync -clean).
+type SyncResult struct {
+	Synced bool `json:"synced"`
+}
+
+// ErrorResponse is the body of every non-2xx reply.
+type ErrorResponse struct {
+	Error string `json:"error"`
+	// Field names the offending input for validation errors (422).
+	Field string `json:"field,omitempty"`
+}

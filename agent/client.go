@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"git.unkin.net/unkin/bind-operator/agent/pki"
+)
+
+// Client calls one agent. It is safe for concurrent use and keeps its
+// connection alive between calls.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// ClientConfig is what the operator needs to reach one pod's agent.
+type ClientConfig struct {
+	// Address is host:port of the pod's agent port (a pod IP or a
+	// per-pod DNS name). The certificate is verified as pki.ServerName
+	// regardless.
+	Address string
+	// CAPEM, CertPEM, KeyPEM: the cluster's agent CA and the operator's
+	// client certificate and key.
+	CAPEM, CertPEM, KeyPEM []byte
+	// Timeout bounds each call (default 60 s; batches of thousands of
+	// zones take seconds).
+	Timeout time.Duration
+	// TLS, when set, replaces the config built from the PEM fields (tests).
+	TLS *tls.Config
+}
+
+// NewClient builds a client.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if _, _, err := net.SplitHostPort(cfg.Address); err != nil {
+		return nil, fmt.Errorf("agent: address %q: %w", cfg.Address, err)
+	}
+	tlsCfg := cfg.TLS
+	if tlsCfg == nil {
+		var err error
+		if tlsCfg, err = pki.ClientTLSConfig(cfg.CAPEM, cfg.CertPEM, cfg.KeyPEM); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	tr := &http.Transport{
+		TLSClientConfig:       tlsCfg,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   5 * time.Second,
+		MaxIdleConnsPerHost:   2,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: cfg.Timeout,
+		ForceAttemptHTTP2:     true,
+	}
+	return &Client{
+		base: "https://" + cfg.Address,
+		http: &http.Client{Transport: tr, Timeout: cfg.Timeout},
+	}, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Error is a non-2xx reply from the agent, with its message.
+type Error struct {
+	Status  int    // HTTP status
+	Message string // the agent's error text (bounded, untrusted)
+	Field   string // for 422: the offending input
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("agent: %d: %s (field %s)", e.Status, e.Message, e.Field)
+	}
+	return fmt.Sprintf("agent: %d: %s", e.Status, e.Message)
+}
+
+// Invalid reports whether the agent refused the request's content (4xx):
+// sending it again will not help.
+func (e *Error) Invalid() bool { return e.Status >= 400 && e.Status < 500 }
+
+// BatchError lists the entries of a batch named refused.
+type BatchError struct {
+	Failed []EnsureZoneResult
+}
+
+func (e *BatchError) Error() string {
+	first := e.Failed[0]
+	return fmt.Sprintf("agent: %d zone(s) failed; first %s: %s", len(e.Failed), first.Zone, first.Error)
+}
+
+// ErrBadReply means the agent answered something that is not the API.
+var ErrBadReply = errors.New("agent: malformed reply")
+
+// EnsureZone makes the agent serve one zone with the request's clause.
+func (c *Client) EnsureZone(ctx context.Context, req EnsureZoneRequest) (EnsureZoneResult, error) {
+	var out EnsureZoneResult
+	err := c.call(ctx, PathEnsure, req, &out, MaxRequestBytes)
+	return out, err
+}
+
+// EnsureZones ensures many zones over one control session. It returns one
+// result per entry; when named refused some, the error is a *BatchError
+// and the results are still complete.
+func (c *Client) EnsureZones(ctx context.Context, zones []EnsureZoneRequest) ([]EnsureZoneResult, error) {
+	if len(zones) > MaxBatchZones {
+		return nil, fmt.Errorf("agent: batch of %d zones exceeds %d; split it", len(zones), MaxBatchZones)
+	}
+	var out EnsureZonesResponse
+	if err := c.call(ctx, PathEnsureBatch, EnsureZonesRequest{Zones: zones}, &out, MaxBatchBytes); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(zones) {
+		return nil, fmt.Errorf("%w: %d results for %d zones", ErrBadReply, len(out.Results), len(zones))
+	}
+	var failed []EnsureZoneResult
+	for _, r := range out.Results {
+		if r.Error != "" {
+			failed = append(failed, r)
+		}
+	}
+	if failed != nil {
+		return out.Results, &BatchError{Failed: failed}
+	}
+	return out.Results, nil
+}
+
+// DeleteZone removes a zone; deleting an absent zone succeeds with
+// ActionAbsent.
+func (c *Client) DeleteZone(ctx context.Context, ref ZoneRef) (DeleteZoneResult, error) {
+	var out DeleteZoneResult
+	err := c.call(ctx, PathDelete, ref, &out, MaxRequestBytes)
+	return out, err
+}
+
+// ZoneStatus asks named about a zone.
+func (c *Client) ZoneStatus(ctx context.Context, ref ZoneRef) (ZoneStatus, error) {
+	var out ZoneStatus
+	err := c.call(ctx, PathStatus, ref, &out, MaxRequestBytes)
+	return out, err
+}
+
+// Sync flushes every zone's journal into its file (rndc sync -clean).
+func (c *Client) Sync(ctx context.Context) error {
+	var out SyncResult
+	return c.call(ctx, PathSync, struct{}{}, &out, MaxRequestBytes)
+}
+
+func (c *Client) call(ctx context.Context, path string, in, out any, limit int) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	if len(body) > limit {
+		return fmt.Errorf("agent: request of %d bytes exceeds the limit of %d", len(body), limit)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("agent: %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	// The reply is untrusted: read at most MaxReplyBytes, then decode.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
+	if err != nil {
+		return fmt.Errorf("agent: %s: reading reply: %w", path, err)
+	}
+	if len(data) > MaxReplyBytes {
+		return fmt.Errorf("%w: reply larger than %d bytes", ErrBadReply, MaxReplyBytes)
+	}
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Status: resp.StatusCode}
+		var er ErrorResponse
+		if json.Unmarshal(data, &er) == nil && er.Error != "" {
+			e.Message, e.Field = bound(er.Error), bound(er.Field)
+		} else {
+			e.Message = bound(strings.TrimSpace(string(data)))
+		}
+		if e.Message == "" {
+			e.Message = http.StatusText(resp.StatusCode)
+		}
+		return e
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadReply, path, err)
+	}
+	return nil
+}
+
+// bound keeps an untrusted message printable and short enough for a
+// status condition.
+func bound(s string) string {
+	const max = 1024
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return s
+}

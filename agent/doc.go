@@ -1,0 +1,22 @@
+// Package agent is the operator's side of the pod agent: the wire types of
+// its HTTPS API and a Client for it.
+//
+// The agent (agent/server, started by `bind-operator agent`) runs next to
+// named in every BIND pod. It writes seed zone files into the shared data
+// volume and drives named's control channel on loopback, so the operator
+// never needs pods/exec. The operator reaches it over mutual TLS (see
+// agent/pki): it presents a client certificate from the cluster's agent CA
+// and verifies the agent's certificate as pki.ServerName.
+//
+// API, version 1. Every endpoint is POST with a JSON body (unknown fields
+// are refused) and answers JSON:
+//
+//	POST /v1/zones/ensure        EnsureZoneRequest   → EnsureZoneResult
+//	POST /v1/zones/ensure-batch  EnsureZonesRequest  → EnsureZonesResponse
+//	POST /v1/zones/delete        ZoneRef             → DeleteZoneResult
+//	POST /v1/zones/status        ZoneRef             → ZoneStatus
+//	POST /v1/sync                {}                  → SyncResult
+//
+// Errors come back as ErrorResponse with a 4xx (the request is wrong and
+// will stay wrong) or 5xx (named or the agent failed; retry) status.
+package agent

@@ -1,0 +1,42 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// agentMetrics are the agent's own series (named's come from bindstats).
+type agentMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	zoneOps  *prometheus.CounterVec
+	ready    prometheus.Gauge
+	expected prometheus.Gauge
+}
+
+func newAgentMetrics(reg prometheus.Registerer) *agentMetrics {
+	m := &agentMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bind_agent_requests_total",
+			Help: "API requests by endpoint and HTTP status code.",
+		}, []string{"endpoint", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "bind_agent_request_duration_seconds",
+			Help:    "API request latency by endpoint.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"endpoint"}),
+		zoneOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bind_agent_zone_operations_total",
+			Help: "Zone operations by outcome (added, modified, unchanged, deleted, absent, error).",
+		}, []string{"action"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bind_agent_ready",
+			Help: "1 when named answers DNS and every expected zone is loaded.",
+		}),
+		expected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bind_agent_expected_zones",
+			Help: "Zones ensured through the agent and not deleted.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.zoneOps, m.ready, m.expected)
+	return m
+}

@@ -1,0 +1,269 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"git.unkin.net/unkin/bind-operator/agent"
+	"git.unkin.net/unkin/bind-operator/agent/validate"
+	"git.unkin.net/unkin/bind-operator/rndc"
+)
+
+// ensureOp is an EnsureZoneRequest after validation.
+type ensureOp struct {
+	ref      agent.ZoneRef
+	clause   *validate.Clause
+	seed     string
+	seedPath string // "" without a seed
+}
+
+// checkEnsure validates one request without touching anything.
+func (a *Agent) checkEnsure(r agent.EnsureZoneRequest) (ensureOp, error) {
+	ref, err := checkRef(agent.ZoneRef{View: r.View, Zone: r.Zone})
+	if err != nil {
+		return ensureOp{}, err
+	}
+	c, err := validate.ParseClause(r.Clause, a.cfg.Paths.DataDir)
+	if err != nil {
+		return ensureOp{}, err
+	}
+	op := ensureOp{ref: ref, clause: c}
+	if r.Seed != "" {
+		if len(r.Seed) > agent.MaxSeedBytes {
+			return ensureOp{}, &validate.Error{Field: "seed", Reason: fmt.Sprintf("is %d bytes long, the limit is %d", len(r.Seed), agent.MaxSeedBytes)}
+		}
+		if strings.IndexByte(r.Seed, 0) >= 0 {
+			return ensureOp{}, &validate.Error{Field: "seed", Reason: "contains a NUL byte"}
+		}
+		if c.Type != "primary" {
+			return ensureOp{}, &validate.Error{Field: "seed", Reason: "only a primary zone has a seed file"}
+		}
+		op.seed = r.Seed
+		op.seedPath = a.cfg.Paths.PrimaryZoneFile(ref.View, ref.Zone)
+		if c.File != op.seedPath {
+			return ensureOp{}, &validate.Error{Field: "clause", Reason: fmt.Sprintf("file must be %q, where the seed is written", op.seedPath)}
+		}
+	}
+	return op, nil
+}
+
+func checkRef(ref agent.ZoneRef) (agent.ZoneRef, error) {
+	zone, err := validate.ZoneName(ref.Zone)
+	if err != nil {
+		return ref, err
+	}
+	if err := validate.ViewName(ref.View); err != nil {
+		return ref, err
+	}
+	return agent.ZoneRef{View: ref.View, Zone: zone}, nil
+}
+
+// target is the zone part of an rndc command: `zone [IN view]`. Names were
+// validated, so they need no quoting.
+func target(ref agent.ZoneRef) string {
+	if ref.View == "" {
+		return ref.Zone
+	}
+	return ref.Zone + " IN " + ref.View
+}
+
+// ensure applies one validated request on the session:
+//
+//  1. write the seed if the file is missing (never overwrite);
+//  2. addzone; on "already exists", showzone and compare clauses;
+//  3. modzone only when they differ.
+//
+// The caller records the result in the store.
+func (a *Agent) ensure(ctx context.Context, op ensureOp) (agent.EnsureZoneResult, error) {
+	res := agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone}
+	if op.seedPath != "" {
+		wrote, err := writeIfMissing(op.seedPath, op.seed)
+		if err != nil {
+			return res, err
+		}
+		res.SeedWritten = wrote
+	} else if op.clause.File != "" {
+		// Secondaries write their own file, but named does not create
+		// directories.
+		if err := os.MkdirAll(filepath.Dir(op.clause.File), 0o755); err != nil {
+			return res, fmt.Errorf("zone directory: %w", err)
+		}
+	}
+	_, err := a.api.command(ctx, "addzone "+target(op.ref)+" "+op.clause.Text)
+	if err == nil {
+		res.Action = agent.ActionAdded
+		return res, nil
+	}
+	if !isCommandErr(err, "already exists") {
+		return res, err
+	}
+	shown, err := a.api.command(ctx, "showzone "+target(op.ref))
+	if err != nil {
+		return res, err
+	}
+	cur, perr := validate.ParseShowzone(shown.Text)
+	if perr == nil && cur.Equal(op.clause) {
+		res.Action = agent.ActionUnchanged
+		return res, nil
+	}
+	// A clause named shows but we cannot parse counts as different:
+	// modzone converges it to the requested one.
+	if _, err := a.api.command(ctx, "modzone "+target(op.ref)+" "+op.clause.Text); err != nil {
+		return res, err
+	}
+	res.Action = agent.ActionModified
+	return res, nil
+}
+
+// record updates the expected list after ensures. A primary that addzone
+// just loaded counts as loaded (named loads a primary synchronously: a
+// missing file fails addzone), so adding a zone never makes a ready pod
+// unready.
+func (a *Agent) record(ops []ensureOp, results []agent.EnsureZoneResult) error {
+	var loaded []agent.ZoneRef
+	err := a.store.update(func(m map[agent.ZoneRef]zoneState) bool {
+		changed := false
+		for i, op := range ops {
+			r := results[i]
+			if r.Action == "" {
+				continue
+			}
+			old, had := m[op.ref]
+			z := zoneState{View: op.ref.View, Zone: op.ref.Zone, Type: op.clause.Type, Seeded: old.Seeded || r.SeedWritten, Loaded: old.Loaded}
+			if r.Action == agent.ActionAdded && z.Type == "primary" {
+				z.Loaded = true
+				loaded = append(loaded, op.ref)
+			}
+			if !had || z != old {
+				m[op.ref] = z
+				changed = true
+			}
+		}
+		return changed
+	})
+	a.ready.confirm(loaded)
+	return err
+}
+
+// writeIfMissing creates path with content unless it exists. The content
+// goes to a temporary file first and is linked into place, which fails if
+// the path exists: named never sees a half-written seed, and a zone file
+// that holds dynamic updates is never replaced.
+func writeIfMissing(path, content string) (bool, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return false, nil
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".seed-*")
+	if err != nil {
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(content); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	// The file must be readable by named, which may run as another user
+	// sharing the volume's group.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	return true, nil
+}
+
+// deleteZone removes a zone (delzone, with -clean when the agent wrote
+// its file) and forgets it. Deleting an absent zone succeeds.
+func (a *Agent) deleteZone(ctx context.Context, ref agent.ZoneRef) (agent.DeleteZoneResult, error) {
+	st, _ := a.store.get(ref)
+	cmd := "delzone "
+	if st.Seeded {
+		cmd += "-clean "
+	}
+	res := agent.DeleteZoneResult{Action: agent.ActionDeleted}
+	_, err := a.api.command(ctx, cmd+target(ref))
+	if isCommandErr(err, "not found") {
+		res.Action, err = agent.ActionAbsent, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	err = a.store.update(func(m map[agent.ZoneRef]zoneState) bool {
+		_, had := m[ref]
+		delete(m, ref)
+		return had
+	})
+	a.ready.forget(ref)
+	return res, err
+}
+
+// zoneStatus asks named (rndc zonestatus) about a zone.
+func (a *Agent) zoneStatus(ctx context.Context, s *session, ref agent.ZoneRef) (agent.ZoneStatus, error) {
+	st := agent.ZoneStatus{View: ref.View, Zone: ref.Zone}
+	_, st.Expected = a.store.get(ref)
+	resp, err := s.command(ctx, "zonestatus "+target(ref))
+	if isCommandErr(err, "not found") {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	st.Exists = true
+	parseZoneStatus(resp.Text, &st)
+	return st, nil
+}
+
+// parseZoneStatus reads the `key: value` lines of rndc zonestatus. A
+// zone is loaded when named reports when it was loaded (a secondary that
+// never transferred has no such line); the text is named's, but treated
+// as untrusted all the same: unknown or malformed lines are ignored.
+func parseZoneStatus(text string, st *agent.ZoneStatus) {
+	for line := range strings.SplitSeq(text, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch strings.TrimSpace(k) {
+		case "type":
+			if len(v) <= 32 {
+				st.Type = v
+			}
+		case "serial":
+			if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+				st.Serial = uint32(n)
+			}
+		case "last loaded":
+			st.Loaded = v != "" && !strings.HasPrefix(v, "not")
+		}
+	}
+}
+
+func (a *Agent) sync(ctx context.Context) error {
+	_, err := a.api.command(ctx, "sync -clean")
+	return err
+}
+
+// isCommandErr reports whether err is named refusing a command with an
+// error text containing what.
+func isCommandErr(err error, what string) bool {
+	var ce *rndc.CommandError
+	return errors.As(err, &ce) && strings.Contains(ce.Err, what)
+}
