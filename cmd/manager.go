@@ -188,4 +188,3 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
 	}
 	return nil
 }
-
