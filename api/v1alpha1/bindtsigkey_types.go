@@ -36,7 +36,7 @@ type SecretTemplate struct {
 
 // BindTSIGKeySpec is a TSIG key. Its material lives only in a Secret: the
 // operator generates it there once, or adopts an existing Secret.
-// +kubebuilder:validation:XValidation:rule="!has(self.importExisting) || !self.importExisting || (has(self.secretName) && self.secretName != ”)",message="importExisting needs secretName: the name of the existing Secret to adopt."
+// +kubebuilder:validation:XValidation:rule="!has(self.importExisting) || !self.importExisting || (has(self.secretName) && size(self.secretName) > 0)",message="importExisting needs secretName: the name of the existing Secret to adopt."
 // +kubebuilder:validation:XValidation:rule="!has(self.importExisting) || !self.importExisting || !has(self.secretTemplate)",message="secretTemplate cannot be used with importExisting: an imported Secret is never modified."
 type BindTSIGKeySpec struct {
 	// keyName is the key's name in BIND and on the wire. Defaults to the
