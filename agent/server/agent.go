@@ -135,11 +135,10 @@ func New(cfg Config) (*Agent, error) {
 		api:     &session{addr: cfg.ControlAddr, keyFile: cfg.ControlKeyFile, dialer: rndc.Dialer{Timeout: 30 * time.Second}},
 		probe:   &session{addr: cfg.ControlAddr, keyFile: cfg.ControlKeyFile, dialer: rndc.Dialer{Timeout: 5 * time.Second}},
 		ready:   newReadiness(),
-		metrics: newAgentMetrics(reg),
+		metrics: newAgentMetrics(reg, st.len),
 		reg:     reg,
 		tls:     tlsCfg,
 	}
-	a.metrics.expected.Set(float64(st.len()))
 	return a, nil
 }
 

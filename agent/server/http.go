@@ -29,9 +29,8 @@ func (a *Agent) apiHandler() http.Handler {
 	mux.Handle("POST "+agent.PathDelete, a.instrument("delete", a.handleDelete))
 	mux.Handle("POST "+agent.PathStatus, a.instrument("status", a.handleStatus))
 	mux.Handle("POST "+agent.PathSync, a.instrument("sync", a.handleSync))
-	mux.Handle("/", a.instrument("other", func(w http.ResponseWriter, r *http.Request) error {
-		return &httpError{status: http.StatusNotFound, msg: "no such endpoint; see " + agent.PathEnsure + " and friends"}
-	}))
+	// Anything else: the mux answers 404, or 405 for a known path with
+	// another method.
 	return mux
 }
 

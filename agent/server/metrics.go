@@ -10,10 +10,11 @@ type agentMetrics struct {
 	latency  *prometheus.HistogramVec
 	zoneOps  *prometheus.CounterVec
 	ready    prometheus.Gauge
-	expected prometheus.Gauge
 }
 
-func newAgentMetrics(reg prometheus.Registerer) *agentMetrics {
+// newAgentMetrics registers the agent's series; expected reports the
+// number of expected zones at scrape time.
+func newAgentMetrics(reg prometheus.Registerer, expected func() int) *agentMetrics {
 	m := &agentMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bind_agent_requests_total",
@@ -32,11 +33,11 @@ func newAgentMetrics(reg prometheus.Registerer) *agentMetrics {
 			Name: "bind_agent_ready",
 			Help: "1 when named answers DNS and every expected zone is loaded.",
 		}),
-		expected: prometheus.NewGauge(prometheus.GaugeOpts{
+	}
+	reg.MustRegister(m.requests, m.latency, m.zoneOps, m.ready,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bind_agent_expected_zones",
 			Help: "Zones ensured through the agent and not deleted.",
-		}),
-	}
-	reg.MustRegister(m.requests, m.latency, m.zoneOps, m.ready, m.expected)
+		}, func() float64 { return float64(expected()) }))
 	return m
 }

@@ -87,7 +87,6 @@ func (a *Agent) checkReady(ctx context.Context) {
 	} else {
 		a.metrics.ready.Set(0)
 	}
-	a.metrics.expected.Set(float64(a.store.len()))
 }
 
 func (a *Agent) evaluate(ctx context.Context) (bool, string) {

@@ -222,6 +222,12 @@ func (a *Agent) zoneStatus(ctx context.Context, s *session, ref agent.ZoneRef) (
 	if isCommandErr(err, "not found") {
 		return st, nil
 	}
+	if isCommandErr(err, "not loaded") {
+		// named knows the zone but has no data yet (a secondary before
+		// its first transfer, or a load failure).
+		st.Exists = true
+		return st, nil
+	}
 	if err != nil {
 		return st, err
 	}
