@@ -99,11 +99,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{}, err
 	}
 
-	controlKey, err := r.controlKey(ctx, cluster)
+	currentKeys := r.currentKeys(ctx, cluster)
+	ctlKey, err := controlKey(currentKeys)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in, err := gatherInput(ctx, r.Client, cluster, primaryIP, controlKey, r.Paths)
+	in, err := gatherInput(ctx, r.Client, cluster, primaryIP, ctlKey, r.Paths)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -116,8 +117,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonRenderFailed, "Render", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
-	rendered.SecretData[controlKeyEntry] = []byte(controlKey.Secret)
+	rendered.SecretData[controlKeyEntry] = []byte(ctlKey.Secret)
 	hash := render.ConfigHash(rendered)
+	tlsEntries, err := r.agentTLS(ctx, cluster, currentKeys)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
 	running, err := r.runningHash(ctx, cluster)
 	if err != nil {
@@ -134,6 +139,9 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	}
 	r.setCondition(cluster, status, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
 
+	for k, v := range tlsEntries {
+		rendered.SecretData[k] = v
+	}
 	if err := r.applyConfig(ctx, cluster, rendered); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -167,15 +175,11 @@ func TransferAddress(ctx context.Context, c client.Reader, cluster *bindv1alpha1
 	return pod.Status.PodIP, err
 }
 
-// controlKey returns the rndc control key, generated once into the keys Secret.
-func (r *BindClusterReconciler) controlKey(ctx context.Context, cluster *bindv1alpha1.BindCluster) (render.TSIGKey, error) {
+// controlKey returns the rndc control key, generated once and kept in the
+// keys Secret (current is its data, nil before the first reconcile).
+func controlKey(current map[string][]byte) (render.TSIGKey, error) {
 	key := render.TSIGKey{Name: "bind-operator-control", Algorithm: "hmac-sha256"}
-	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: keysSecretName(cluster)}, &s)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return key, err
-	}
-	if existing := s.Data[controlKeyEntry]; len(existing) > 0 {
+	if existing := current[controlKeyEntry]; len(existing) > 0 {
 		key.Secret = string(existing)
 		return key, nil
 	}
@@ -185,6 +189,15 @@ func (r *BindClusterReconciler) controlKey(ctx context.Context, cluster *bindv1a
 	}
 	key.Secret = base64.StdEncoding.EncodeToString(buf)
 	return key, nil
+}
+
+// currentKeys returns the keys Secret's data, nil when it does not exist.
+func (r *BindClusterReconciler) currentKeys(ctx context.Context, cluster *bindv1alpha1.BindCluster) map[string][]byte {
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: keysSecretName(cluster)}, &s); err != nil {
+		return nil
+	}
+	return s.Data
 }
 
 // runningHash is the hash on the StatefulSet's pod template, "" before the

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/agent/pki"
 	"git.unkin.net/unkin/bind-operator/controllers"
 )
 
@@ -52,6 +53,21 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 	if len(secret.Data["keys.conf"]) == 0 || len(secret.Data["control.conf"]) == 0 {
 		t.Errorf("keys Secret lacks keys.conf or control.conf: %v", keysOf(secret.Data))
 	}
+	for _, k := range []string{pki.FileCA, pki.FileServerCert, pki.FileServerKey} {
+		if len(secret.Data[k]) == 0 {
+			t.Errorf("keys Secret lacks the agent's %s", k)
+		}
+	}
+	for _, k := range []string{pki.FileCAKey, pki.FileClientKey} {
+		if len(secret.Data[k]) != 0 {
+			t.Errorf("keys Secret, mounted by every BIND pod, must not hold %s", k)
+		}
+	}
+	var caSecret corev1.Secret
+	must(t, k8sClient.Get(ctx, f.key("dns-agent-ca"), &caSecret))
+	if _, err := pki.ClientTLSConfig(caSecret.Data[pki.FileCA], caSecret.Data[pki.FileClientCert], caSecret.Data[pki.FileClientKey]); err != nil {
+		t.Errorf("the operator's agent client material is unusable: %v", err)
+	}
 	for _, k := range []string{"named.conf.primary", "named.conf.secondary"} {
 		if strings.Contains(cm.Data[k], "c2VjcmV0") {
 			t.Errorf("%s holds key material; it belongs in the Secret only", k)
@@ -59,7 +75,7 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 	}
 
 	cluster := f.getCluster()
-	owned := []client.Object{&cm, &secret, sts}
+	owned := []client.Object{&cm, &secret, &caSecret, sts}
 	for _, name := range []string{"dns", "dns-primary", "dns-pods"} {
 		var svc corev1.Service
 		must(t, k8sClient.Get(ctx, f.key(name), &svc))
@@ -298,4 +314,24 @@ func keysOf(m map[string][]byte) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// The agent reloads its certificate per handshake, so reissuing it must not
+// restart a pod.
+func TestAgentCertificateRenewalDoesNotRoll(t *testing.T) {
+	f := newFixture(t)
+	before := f.settle()
+	var secret corev1.Secret
+	must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
+	oldCert := string(secret.Data[pki.FileServerCert])
+	delete(secret.Data, pki.FileServerCert)
+	must(t, k8sClient.Update(ctx, &secret))
+	f.eventually("a new serving certificate", func() (bool, error) {
+		must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
+		c := string(secret.Data[pki.FileServerCert])
+		return c != "" && c != oldCert, nil
+	})
+	if h := f.settle(); h != before {
+		t.Fatalf("reissuing the agent certificate changed the config hash: %s -> %s", before, h)
+	}
 }
