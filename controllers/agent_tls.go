@@ -12,8 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/agent/pki"
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
 // renewBefore is how long before expiry an agent certificate is reissued.
@@ -97,4 +97,3 @@ func signedBy(certPEM, caPEM []byte) bool {
 	_, err = cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	return err == nil && !bytes.Equal(certPEM, caPEM)
 }
-

@@ -15,8 +15,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/agent/pki"
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
 )
 
