@@ -30,7 +30,7 @@ type updateCase[T client.Object] struct {
 var nameSeq atomic.Int64
 
 // newNamespace creates a namespace for one test function.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cel-"}}
 	if err := k8sClient.Create(ctx, ns); err != nil {
