@@ -231,6 +231,7 @@ func (a *Agent) Serve(ctx context.Context, apiLn, metricsLn net.Listener) error 
 	wg.Wait()
 	a.api.close()
 	a.probe.close()
+	a.store.close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -219,6 +219,12 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 	if err := a.record(ops, results); err != nil {
 		return err
 	}
+	if abort != nil {
+		// The control channel or the disk failed: say so as a whole
+		// (5xx, retry). What was applied stays applied and recorded; the
+		// retry reports it unchanged.
+		return abort
+	}
 	writeJSON(w, http.StatusOK, agent.EnsureZonesResponse{Results: results})
 	return nil
 }

@@ -144,14 +144,16 @@ func (a *Agent) evaluate(ctx context.Context) (bool, string) {
 	}
 	r.confirm(confirmed)
 	if len(nowLoaded) > 0 {
-		if err := a.store.update(func(m map[agent.ZoneRef]zoneState) bool {
+		if err := a.store.update(func(m map[agent.ZoneRef]zoneState) []agent.ZoneRef {
+			var changed []agent.ZoneRef
 			for _, ref := range nowLoaded {
-				if z, ok := m[ref]; ok {
+				if z, ok := m[ref]; ok && !z.Loaded {
 					z.Loaded = true
 					m[ref] = z
+					changed = append(changed, ref)
 				}
 			}
-			return true
+			return changed
 		}); err != nil {
 			a.log.Warn("persisting loaded zones", "err", err)
 		}

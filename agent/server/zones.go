@@ -126,8 +126,8 @@ func (a *Agent) ensure(ctx context.Context, op ensureOp) (agent.EnsureZoneResult
 // unready.
 func (a *Agent) record(ops []ensureOp, results []agent.EnsureZoneResult) error {
 	var loaded []agent.ZoneRef
-	err := a.store.update(func(m map[agent.ZoneRef]zoneState) bool {
-		changed := false
+	err := a.store.update(func(m map[agent.ZoneRef]zoneState) []agent.ZoneRef {
+		var changed []agent.ZoneRef
 		for i, op := range ops {
 			r := results[i]
 			if r.Action == "" {
@@ -141,7 +141,7 @@ func (a *Agent) record(ops []ensureOp, results []agent.EnsureZoneResult) error {
 			}
 			if !had || z != old {
 				m[op.ref] = z
-				changed = true
+				changed = append(changed, op.ref)
 			}
 		}
 		return changed
@@ -205,10 +205,12 @@ func (a *Agent) deleteZone(ctx context.Context, ref agent.ZoneRef) (agent.Delete
 	if err != nil {
 		return res, err
 	}
-	err = a.store.update(func(m map[agent.ZoneRef]zoneState) bool {
-		_, had := m[ref]
+	err = a.store.update(func(m map[agent.ZoneRef]zoneState) []agent.ZoneRef {
+		if _, had := m[ref]; !had {
+			return nil
+		}
 		delete(m, ref)
-		return had
+		return []agent.ZoneRef{ref}
 	})
 	a.ready.forget(ref)
 	return res, err

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -90,6 +91,7 @@ func startAgent(t testing.TB, named *bindtest.Server, statsURL string, paths ren
 		StatisticsURL: statsURL,
 		DNSAddr:       named.DNSAddr,
 		ReadyInterval: 100 * time.Millisecond,
+		Logger:        slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
