@@ -107,9 +107,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	c.workDir = opts.WorkDir
 	if c.workDir == "" {
-		if c.workDir, err = os.MkdirTemp("", "bind-localcluster-"); err != nil {
+		if c.workDir, err = os.MkdirTemp("", workDirPrefix); err != nil {
 			return c, err
 		}
+		logCreated(c.workDir)
 	}
 	for _, d := range []string{"logs", "pods", "claims"} {
 		if err := os.MkdirAll(filepath.Join(c.workDir, d), 0o755); err != nil {
@@ -191,6 +192,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		return fmt.Errorf("start etcd and kube-apiserver from %s: %w", c.opts.BinDir, err)
 	}
 	c.env = env
+	logControlPlane()
 	admin, err := env.AddUser(envtest.User{Name: "localcluster-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("admin user: %w", err)
@@ -318,9 +320,7 @@ func (c *Cluster) Stop() {
 			c.logf("stop control plane: %v", err)
 		}
 	}
-	if did := sweep(ctx); len(did) > 0 {
-		c.logf("removed at stop: %s", strings.Join(did, ", "))
-	}
+	_ = sweepNet(ctx) // the bridge, and anything a pod worker could not remove
 	c.mu.Lock()
 	paths := append([]string(nil), c.createdPaths...)
 	c.mu.Unlock()
@@ -332,6 +332,7 @@ func (c *Cluster) Stop() {
 	if c.workDir != "" && !c.opts.KeepWorkDir && c.opts.WorkDir == "" {
 		_ = os.RemoveAll(c.workDir)
 	}
+	_ = os.Remove(createdLog)
 	if c.lock != nil {
 		_ = c.lock.Close()
 	}
@@ -459,6 +460,7 @@ func (c *Cluster) trackCreatedPath(p string) {
 		}
 	}
 	c.createdPaths = append(c.createdPaths, p)
+	logCreated(p)
 }
 
 // CreatedPaths lists the host paths created as mount points (removed on Stop).
@@ -467,5 +469,8 @@ func (c *Cluster) CreatedPaths() []string {
 	defer c.mu.Unlock()
 	return append([]string(nil), c.createdPaths...)
 }
+
+// workDirPrefix names the temporary work folders.
+const workDirPrefix = "bind-localcluster-"
 
 var errUnmappedImage = errors.New("image not in the localcluster image table")

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,10 @@ const (
 	svcLink  = bridgeName
 	netnsDir = "/run/netns" // where `ip netns` keeps namespaces
 	lockPath = "/run/bind-operator-localcluster.lock"
+	// createdLog lists, one a line, the host paths a cluster created
+	// outside its work folder (mount points) and the work folder itself,
+	// so the next Start can remove them after a crash.
+	createdLog = "/run/bind-operator-localcluster.created"
 )
 
 // run runs a host tool and returns its error with its output.
@@ -203,6 +208,11 @@ func deleteNetns(ctx context.Context, ns string) error {
 // link with the harness prefix (only called while holding the lock, so none
 // of them belongs to a live cluster).
 func sweep(ctx context.Context) []string {
+	return append(sweepNet(ctx), sweepCreated()...)
+}
+
+// sweepNet removes the harness' namespaces (killing what runs in them) and links.
+func sweepNet(ctx context.Context) []string {
 	var did []string
 	for _, ns := range listNetns(namePrefix) {
 		if err := deleteNetns(ctx, ns); err == nil {
@@ -215,6 +225,51 @@ func sweep(ctx context.Context) []string {
 		}
 	}
 	return did
+}
+
+// sweepCreated removes what createdLog lists: mount points (only when
+// empty) and temporary work folders.
+func sweepCreated() []string {
+	var did []string
+	if b, err := os.ReadFile(createdLog); err == nil {
+		paths := strings.Fields(string(b))
+		// Processes first ("pid:" sorts before "/"), then the deepest paths.
+		sort.Slice(paths, func(i, j int) bool {
+			pi, pj := strings.HasPrefix(paths[i], "pid:"), strings.HasPrefix(paths[j], "pid:")
+			if pi != pj {
+				return pi
+			}
+			return len(paths[i]) > len(paths[j])
+		})
+		for _, p := range paths {
+			if pid, start, ok := parsePidEntry(p); ok {
+				if startTime(pid) == start {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					did = append(did, fmt.Sprintf("process %d", pid))
+				}
+				continue
+			}
+			if b := filepath.Base(p); strings.HasPrefix(b, workDirPrefix) || strings.HasPrefix(b, "k8s_test_framework_") {
+				if os.RemoveAll(p) == nil {
+					did = append(did, "folder "+p)
+				}
+			} else if os.Remove(p) == nil { // never a folder that is not empty
+				did = append(did, "mount point "+p)
+			}
+		}
+		_ = os.Remove(createdLog)
+	}
+	return did
+}
+
+// logCreated appends a path to createdLog.
+func logCreated(p string) {
+	f, err := os.OpenFile(createdLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(p + "\n")
 }
 
 // Leftovers lists what a cluster could have left on the host: links and
@@ -245,4 +300,64 @@ func processAlive(pid int) bool {
 
 func writeSysctl(path, value string) {
 	_ = os.WriteFile(path, []byte(value), 0o644)
+}
+
+// startTime is a process' start time in clock ticks since boot ("" when
+// it does not exist), so a recorded pid is never confused with a new one.
+func startTime(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // field 22 of stat
+}
+
+func parsePidEntry(s string) (int, string, bool) {
+	rest, ok := strings.CutPrefix(s, "pid:")
+	if !ok {
+		return 0, "", false
+	}
+	p, st, ok := strings.Cut(rest, ":")
+	pid, err := strconv.Atoi(p)
+	return pid, st, ok && err == nil
+}
+
+// logControlPlane records envtest's etcd and kube-apiserver (children of
+// this process) and their temporary folders: they have no Pdeathsig, so a
+// crashed harness would leave them running until the next Start.
+func logControlPlane() {
+	entries, _ := os.ReadDir("/proc")
+	me := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil || !strings.Contains(string(status), "\nPPid:\t"+me+"\n") {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(string(cmdline), "\x00")
+		if b := filepath.Base(args[0]); b != "etcd" && b != "kube-apiserver" {
+			continue
+		}
+		logCreated(fmt.Sprintf("pid:%d:%s", pid, startTime(pid)))
+		for _, a := range args {
+			for _, flag := range []string{"--data-dir=", "--cert-dir="} {
+				if d, ok := strings.CutPrefix(a, flag); ok && strings.HasPrefix(filepath.Base(d), "k8s_test_framework_") {
+					logCreated(d)
+				}
+			}
+		}
+	}
 }
