@@ -184,8 +184,16 @@ func TestStatefulSetPodsServicesAndCleanup(t *testing.T) {
 							// Reaches a ClusterIP from inside the pod: its
 							// readiness is a query through the proxy.
 							Name: "client", Image: "docker.io/internetsystemsconsortium/bind9:9.18",
-							Command: []string{"sleep", "600"},
-							Env:     []corev1.EnvVar{{Name: "SVC_IP", Value: allIP}},
+							Command:      []string{"sleep", "600"},
+							Env:          []corev1.EnvVar{{Name: "SVC_IP", Value: allIP}},
+							VolumeMounts: mounts[:1],
+							// Dies when the ConfigMap gains the key "die":
+							// proves ConfigMap updates reach running pods and
+							// liveness restarts.
+							LivenessProbe: &corev1.Probe{
+								ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "test ! -e /etc/lc-test/die"}}},
+								PeriodSeconds: 1, FailureThreshold: 2,
+							},
 							ReadinessProbe: &corev1.Probe{
 								ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c",
 									"dig +short +time=1 +tries=1 @$SVC_IP host.example.test TXT | grep -q ."}}},
@@ -269,6 +277,47 @@ func TestStatefulSetPodsServicesAndCleanup(t *testing.T) {
 	if err != nil || !strings.Contains(logs, "running") {
 		t.Fatalf("named log of lc-named-0 lacks 'running' (err %v):\n%s", err, logs)
 	}
+
+	// A ConfigMap update reaches the running pods (kubelet-style resync):
+	// the client's liveness probe sees the new key and the container is
+	// restarted; without the key it becomes Ready again.
+	t5 := time.Now()
+	setDie := func(on bool) {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "lc-named", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on {
+			cm.Data["die"] = "1"
+		} else {
+			delete(cm.Data, "die")
+		}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setDie(true)
+	waitFor(t, "liveness restart after the ConfigMap update", 30*time.Second, func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "lc-named-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, st := range p.Status.ContainerStatuses {
+			if st.Name == "client" && st.RestartCount >= 1 && st.LastTerminationState.Terminated != nil {
+				return true, ""
+			}
+		}
+		return false, describeContainers(p)
+	})
+	setDie(false)
+	if _, err := c.WaitPodReady(ctx, ns, "lc-named-1", 40*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ConfigMap update -> liveness restart -> Ready again in %s", time.Since(t5).Round(time.Millisecond))
+	if _, err := c.WaitPodReady(ctx, ns, "lc-named-0", 40*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pods["lc-named-0"], _ = cs.CoreV1().Pods(ns).Get(ctx, "lc-named-0", metav1.GetOptions{})
 
 	// Delete pod 0: it comes back with a new UID and a NEW address, keeps
 	// its claim (boots 2) and ran its preStop hook (prestops 1).
