@@ -80,6 +80,15 @@ func runContainer(raw string) {
 		fail("enter network namespace %s: %v", s.NetNS, err)
 	}
 	_ = unix.Close(fd)
+	// An absolute command that exists on the host (an image table
+	// entrypoint such as a bind-operator binary under /tmp) stays
+	// executable even when a mount hides its folder.
+	hostExe := -1
+	if filepath.IsAbs(s.Argv[0]) {
+		if fd, err := unix.Open(s.Argv[0], unix.O_PATH, 0); err == nil {
+			hostExe = fd
+		}
+	}
 	// Hold every source before mounting anything: a mount (say a private
 	// /tmp) may hide the host path of a later source (the work folder).
 	srcFDs := make([]int, len(s.Mounts))
@@ -131,6 +140,9 @@ func runContainer(raw string) {
 		}
 	}
 	path := s.Argv[0]
+	if _, err := os.Stat(path); err != nil && hostExe >= 0 {
+		path = fmt.Sprintf("/proc/self/fd/%d", hostExe)
+	}
 	if !strings.Contains(path, "/") {
 		p, err := exec.LookPath(path)
 		if err != nil {

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -438,11 +437,23 @@ func dumpLogs(t *testing.T, c *Cluster, ns, pod string) {
 
 func ptrInt32(v int32) *int32 { return &v }
 
-// A pod whose image is not in the table stays Pending with a clear reason.
-func TestUnmappedImage(t *testing.T) {
+// A pod whose image is not in the table stays Pending with a clear reason;
+// a mapped binary under /tmp still runs although every container gets a
+// private /tmp.
+func TestImageTable(t *testing.T) {
 	requireEnv(t)
 	ctx := context.Background()
-	c, err := Start(ctx, Options{Logf: t.Logf})
+	tool := filepath.Join(t.TempDir(), "tool")
+	b, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tool, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	images := DefaultImages("", "")
+	images["localcluster.test/tool"] = Image{Entrypoint: []string{tool}, Cmd: []string{"300"}}
+	c, err := Start(ctx, Options{Logf: t.Logf, Images: images})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,6 +466,18 @@ func TestUnmappedImage(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	tp := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "tool", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "t", Image: "localcluster.test/tool:v1"}},
+			TerminationGracePeriodSeconds: ptrInt64(1)},
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, tp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitPodReady(ctx, "default", "tool", 20*time.Second); err != nil {
+		l, _ := c.Logs("default", "tool", "t")
+		t.Fatalf("%v\n%s", err, l)
 	}
 	waitFor(t, "ImageNotMapped status", 30*time.Second, func() (bool, string) {
 		got, err := cs.CoreV1().Pods("default").Get(ctx, "unmapped", metav1.GetOptions{})
@@ -486,5 +509,4 @@ func TestUnmappedImage(t *testing.T) {
 		_, err := cs.CoreV1().Pods("default").Get(ctx, "unmapped", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	_ = types.UID("")
 }
