@@ -195,13 +195,27 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 	a.opMu.Lock()
 	defer a.opMu.Unlock()
 	results := make([]agent.EnsureZoneResult, len(ops))
+	prepCtx, stopPrep := context.WithCancel(ctx)
+	defer stopPrep()
+	preps := prepareAhead(prepCtx, ops, 256)
 	var abort error
 	for i, op := range ops {
 		if abort != nil {
 			results[i] = agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone, Error: "not attempted: " + abort.Error()}
 			continue
 		}
-		res, err := a.ensure(ctx, op)
+		p, ok := <-preps
+		if !ok {
+			p.err = ctx.Err()
+			if p.err == nil {
+				p.err = errors.New("seed writer stopped")
+			}
+		}
+		res := agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone}
+		err := p.err
+		if err == nil {
+			res, err = a.apply(ctx, op, p.wrote)
+		}
 		if err != nil {
 			res.Error = err.Error()
 			a.metrics.zoneOps.WithLabelValues("error").Inc()
@@ -210,6 +224,7 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 				// The session or the disk failed: the rest would fail
 				// the same way, slowly.
 				abort = err
+				stopPrep()
 			}
 		} else {
 			a.metrics.zoneOps.WithLabelValues(res.Action).Inc()

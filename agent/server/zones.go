@@ -72,7 +72,7 @@ func target(ref agent.ZoneRef) string {
 	return ref.Zone + " IN " + ref.View
 }
 
-// ensure applies one validated request on the session:
+// ensure applies one validated request:
 //
 //  1. write the seed if the file is missing (never overwrite);
 //  2. addzone; on "already exists", showzone and compare clauses;
@@ -80,20 +80,31 @@ func target(ref agent.ZoneRef) string {
 //
 // The caller records the result in the store.
 func (a *Agent) ensure(ctx context.Context, op ensureOp) (agent.EnsureZoneResult, error) {
-	res := agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone}
+	wrote, err := prepare(op)
+	if err != nil {
+		return agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone}, err
+	}
+	return a.apply(ctx, op, wrote)
+}
+
+// prepare is the file-system half of an ensure: the seed of a primary, or
+// the directory of a secondary's file (named does not create directories).
+// It reports whether it wrote the seed.
+func prepare(op ensureOp) (bool, error) {
 	if op.seedPath != "" {
-		wrote, err := writeIfMissing(op.seedPath, op.seed)
-		if err != nil {
-			return res, err
-		}
-		res.SeedWritten = wrote
-	} else if op.clause.File != "" {
-		// Secondaries write their own file, but named does not create
-		// directories.
+		return writeIfMissing(op.seedPath, op.seed)
+	}
+	if op.clause.File != "" {
 		if err := os.MkdirAll(filepath.Dir(op.clause.File), 0o755); err != nil {
-			return res, fmt.Errorf("zone directory: %w", err)
+			return false, fmt.Errorf("zone directory: %w", err)
 		}
 	}
+	return false, nil
+}
+
+// apply is the control-channel half of an ensure, after prepare.
+func (a *Agent) apply(ctx context.Context, op ensureOp, seedWritten bool) (agent.EnsureZoneResult, error) {
+	res := agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone, SeedWritten: seedWritten}
 	_, err := a.api.command(ctx, "addzone "+target(op.ref)+" "+op.clause.Text)
 	if err == nil {
 		res.Action = agent.ActionAdded
@@ -118,6 +129,32 @@ func (a *Agent) ensure(ctx context.Context, op ensureOp) (agent.EnsureZoneResult
 	}
 	res.Action = agent.ActionModified
 	return res, nil
+}
+
+// prepared is the outcome of prepare for one batch entry.
+type prepared struct {
+	wrote bool
+	err   error
+}
+
+// prepareAhead runs prepare for ops in order on its own goroutine, at most
+// lookahead entries ahead of the consumer, so seed files are written while
+// named processes the previous addzones: disk writes and control-channel
+// round trips overlap. It stops when ctx ends.
+func prepareAhead(ctx context.Context, ops []ensureOp, lookahead int) <-chan prepared {
+	out := make(chan prepared, lookahead)
+	go func() {
+		defer close(out)
+		for _, op := range ops {
+			wrote, err := prepare(op)
+			select {
+			case out <- prepared{wrote, err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // record updates the expected list after ensures. A primary that addzone
