@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"path"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -97,6 +98,9 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 			"--config-dir=" + paths.ConfigDir,
 			"--keys-dir=" + paths.KeysDir,
 			"--data-dir=" + paths.DataDir,
+			fmt.Sprintf("--listen=:%d", ports.Agent),
+			fmt.Sprintf("--metrics-listen=:%d", ports.Metrics),
+			fmt.Sprintf("--dns-addr=127.0.0.1:%d", ports.DNS),
 		},
 		Ports: []corev1.ContainerPort{
 			{Name: "agent", ContainerPort: ports.Agent, Protocol: corev1.ProtocolTCP},
