@@ -2,7 +2,9 @@ package render
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -123,7 +125,9 @@ func (zc *ZoneClauses) TransferKey(zone *bindv1alpha1.BindZone) string {
 
 // Clause renders the `{ ... };` clause of a Primary zone for r.
 //
-// alsoNotify lists the secondaries' pod IPs (primary role only). They are
+// alsoNotify lists the secondaries' pod IPs (primary role only), each an
+// IP (NOTIFY goes to the cluster's DNS port) or an IP and port ("ip:port",
+// "[v6]:port") when a secondary listens elsewhere. They are
 // runtime data by nature: this clause goes to rndc, never into named.conf,
 // so pod IPs here cannot cause a roll.
 func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotify []string) (string, error) {
@@ -169,7 +173,7 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		if len(alsoNotify) > 0 {
 			ips := make([]string, 0, len(alsoNotify))
 			for _, ip := range alsoNotify {
-				a, err := checkIP(what+" also-notify address", ip)
+				a, err := m.notifyTarget(what+" also-notify address", ip)
 				if err != nil {
 					return "", err
 				}
@@ -214,4 +218,25 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		add("allow-query { %s; };", strings.Join(els, "; "))
 	}
 	return "{ " + strings.Join(parts, " ") + " };", nil
+}
+
+// notifyTarget renders one also-notify element: "ip" or "ip port N". A
+// bare IP gets the cluster's DNS port when that is not 53: the pods listen
+// there, and NOTIFYs go straight to the pods.
+func (m *model) notifyTarget(what, s string) (string, error) {
+	port := m.dnsPort
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		if ap.Port() == 0 {
+			return "", fmt.Errorf("%s %q has port 0", what, s)
+		}
+		s, port = ap.Addr().String(), int32(ap.Port())
+	}
+	a, err := checkIP(what, s)
+	if err != nil {
+		return "", err
+	}
+	if port != 53 {
+		a += " port " + strconv.Itoa(int(port))
+	}
+	return a, nil
 }
