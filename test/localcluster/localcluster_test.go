@@ -479,6 +479,47 @@ func TestImageTable(t *testing.T) {
 		l, _ := c.Logs("default", "tool", "t")
 		t.Fatalf("%v\n%s", err, l)
 	}
+	// Init containers run first and share volumes; a container that ignores
+	// SIGTERM is killed at the end of the grace period.
+	ip := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stubborn", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptrInt64(1),
+			InitContainers: []corev1.Container{{Name: "init", Image: BindImage, Command: []string{"/bin/sh", "-c", "echo $POD_IP > /work/ip"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "w", MountPath: "/work"}}}},
+			Containers: []corev1.Container{{Name: "main", Image: BindImage,
+				Command:      []string{"/bin/sh", "-c", "trap '' TERM; while :; do sleep 1; done"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "w", MountPath: "/work"}},
+				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+					Command: []string{"/bin/sh", "-c", "test \"$(cat /work/ip)\" = \"$POD_IP\""}}}}}},
+			Volumes: []corev1.Volume{{Name: "w", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, ip, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.WaitPodReady(ctx, "default", "stubborn", 20*time.Second)
+	if err != nil {
+		l, _ := c.Logs("default", "stubborn", "init")
+		t.Fatalf("%v\n%s", err, l)
+	}
+	if len(got.Status.InitContainerStatuses) != 1 || got.Status.InitContainerStatuses[0].State.Terminated == nil ||
+		got.Status.InitContainerStatuses[0].State.Terminated.ExitCode != 0 {
+		t.Fatalf("init container status: %+v", got.Status.InitContainerStatuses)
+	}
+	stubborn := c.ContainerPIDs("default", "stubborn")["main"]
+	t0 := time.Now()
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "stubborn", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "stubborn pod finalised", 20*time.Second, func() (bool, string) {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, "stubborn", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if d := time.Since(t0); d < time.Second || processAlive(stubborn) {
+		t.Fatalf("a SIGTERM-ignoring container must live out its 1 s grace and then die: %s, alive %v", d, processAlive(stubborn))
+	}
+
 	waitFor(t, "ImageNotMapped status", 30*time.Second, func() (bool, string) {
 		got, err := cs.CoreV1().Pods("default").Get(ctx, "unmapped", metav1.GetOptions{})
 		if err != nil {
