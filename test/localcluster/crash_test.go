@@ -53,6 +53,7 @@ func TestStartSweepsAfterCrash(t *testing.T) {
 	cmd.Env = append(os.Environ(), crashChildEnv+"=1")
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives this test
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
