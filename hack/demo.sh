@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/install-deps.sh
-hack/build-k8s-binaries.sh bin/k8s etcd kube-apiserver
+hack/build-k8s-binaries.sh bin/k8s etcd kube-apiserver kube-controller-manager kubectl
 exec go run ./hack/demo

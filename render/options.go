@@ -101,6 +101,10 @@ func writeModeOptions(c *conf, m *model) {
 	s := m.cluster.Spec
 	if s.Mode != bindv1alpha1.ModeResolver {
 		c.line("recursion no;")
+		// An authoritative server validates nothing; leaving validation on
+		// only makes named fetch the root trust anchors, which it cannot
+		// use and, off a pod network without a default route, cannot reach.
+		c.line("dnssec-validation no;")
 		return
 	}
 	rec := s.Recursion
