@@ -61,8 +61,8 @@ deps: ## Install the Debian packages the tests need (BIND 9.18 tools).
 	hack/install-deps.sh
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver, etcd and kube-controller-manager from the Go module proxy into bin/k8s (once).
-	hack/build-k8s-binaries.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager
+envtest: ## Build kube-apiserver, etcd, kube-controller-manager and kubectl from the Go module proxy into bin/k8s (once).
+	hack/build-k8s-binaries.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager kubectl
 
 .PHONY: test
 test: deps envtest verify-generated lint ## Install what is missing, then run every test.
