@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -41,6 +42,7 @@ type managerOptions struct {
 	podCIDRs       string
 	cluster        controllers.ClusterOptions
 	certs          certs.Flags
+	zoneResync     time.Duration
 }
 
 func newScheme() (*runtime.Scheme, error) {
@@ -66,6 +68,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.StringVar(&o.cluster.BindImage, "bind-image", controllers.DefaultBindImage, "BIND 9.18 image for clusters that set none")
 	fs.StringVar(&o.cluster.AgentImage, "agent-image", controllers.DefaultAgentImage, "agent sidecar image (this operator's image) for clusters that set none")
 	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
+	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone compares the records named serves with spec.records and repairs declared data (annotation bind.unkin.net/resync forces one at once)")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
 	o.certs.BindFlags(fs)
 	zapOpts := &zap.Options{}
@@ -177,10 +180,15 @@ func runManager(args []string) error {
 }
 
 func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
+	// DNSRecords and inline records share one UPDATE batcher and its
+	// kept connections.
+	updates := controllers.NewUpdates(0, 0)
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths()},
 		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()},
-		&controllers.DNSRecordReconciler{Client: mgr.GetClient()},
+		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates},
+		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync},
+		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err

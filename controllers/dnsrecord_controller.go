@@ -69,6 +69,9 @@ type DNSRecordReconciler struct {
 	BatchSize   int
 	// MaxConcurrentReconciles feeds the batcher; default 64.
 	MaxConcurrentReconciles int
+	// Updates, when set, is shared with the other record writers (then
+	// BatchWindow and BatchSize are ignored).
+	Updates *Updates
 
 	batcher *updateBatcher
 }
@@ -321,15 +324,10 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Servers == nil {
 		r.Servers = ClusterResolver{Client: mgr.GetClient()}
 	}
-	window, size := r.BatchWindow, r.BatchSize
-	if window == 0 {
-		window = 20 * time.Millisecond
+	if r.Updates == nil {
+		r.Updates = NewUpdates(r.BatchWindow, r.BatchSize)
 	}
-	if size == 0 {
-		size = dnsclient.DefaultBatchSize
-	}
-	cache := &clientCache{}
-	r.batcher = newUpdateBatcher(window, size, cache.get)
+	r.batcher = r.Updates.batcher
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
 		workers = 64

@@ -42,31 +42,70 @@ func newUpdateBatcher(window time.Duration, max int, client func(ZoneServer) (*d
 // is this change's own (e.g. *dnsclient.RcodeError YXRRSET), not its
 // neighbours'.
 func (b *updateBatcher) Submit(ctx context.Context, srv ZoneServer, zone string, change dnsclient.Change) error {
-	result := make(chan error, 1)
+	return b.SubmitMany(ctx, srv, zone, []dnsclient.Change{change})[0]
+}
+
+// SubmitMany queues changes (to distinct record sets) together and blocks
+// until every batch holding one was applied. It returns one error per
+// change, nil where the change applied, so one refused set never holds back
+// the rest.
+func (b *updateBatcher) SubmitMany(ctx context.Context, srv ZoneServer, zone string, changes []dnsclient.Change) []error {
+	results := make([]chan error, len(changes))
 	k := batchKey{addr: srv.Addr, key: srv.Key.Name, zone: zone}
 	b.mu.Lock()
-	bt, ok := b.pending[k]
-	if !ok {
-		bt = &batch{server: srv, full: make(chan struct{})}
-		b.pending[k] = bt
-		go b.flushAfter(k, bt, zone)
-	}
-	bt.changes = append(bt.changes, change)
-	bt.results = append(bt.results, result)
-	if len(bt.changes) == b.max {
-		close(bt.full)
-		delete(b.pending, k)
+	for i, change := range changes {
+		results[i] = make(chan error, 1)
+		bt, ok := b.pending[k]
+		if !ok {
+			bt = &batch{server: srv, full: make(chan struct{})}
+			b.pending[k] = bt
+			go b.flushAfter(k, bt, zone)
+		}
+		bt.changes = append(bt.changes, change)
+		bt.results = append(bt.results, results[i])
+		if len(bt.changes) == b.max {
+			close(bt.full)
+			delete(b.pending, k)
+		}
 	}
 	b.mu.Unlock()
 
-	select {
-	case err := <-result:
-		return err
-	case <-ctx.Done():
-		// The batch still goes out; the next reconcile sees its effect.
-		return ctx.Err()
+	errs := make([]error, len(changes))
+	for i, r := range results {
+		select {
+		case errs[i] = <-r:
+		case <-ctx.Done():
+			// The batch still goes out; the next reconcile sees its effect.
+			errs[i] = ctx.Err()
+		}
 	}
+	return errs
 }
+
+// Updates sends the operator's guarded, batched UPDATEs: one batcher and
+// one client cache shared by every reconciler that writes records
+// (DNSRecords and BindZone inline records), so changes to one zone share
+// batches and kept connections.
+type Updates struct {
+	batcher *updateBatcher
+	cache   *clientCache
+}
+
+// NewUpdates returns an Updates; zero window and size take the defaults
+// (20 ms, dnsclient.DefaultBatchSize).
+func NewUpdates(window time.Duration, size int) *Updates {
+	if window == 0 {
+		window = 20 * time.Millisecond
+	}
+	if size == 0 {
+		size = dnsclient.DefaultBatchSize
+	}
+	cache := &clientCache{}
+	return &Updates{batcher: newUpdateBatcher(window, size, cache.get), cache: cache}
+}
+
+// client returns the cached client for a server and key.
+func (u *Updates) client(srv ZoneServer) (*dnsclient.Client, error) { return u.cache.get(srv) }
 
 func (b *updateBatcher) flushAfter(k batchKey, bt *batch, zone string) {
 	timer := time.NewTimer(b.window)

@@ -33,18 +33,18 @@ type ZoneServerResolver interface {
 // server to update, and nothing left on one to clean up.
 var ErrClusterGone = errors.New("the cluster does not exist")
 
-// ClusterResolver sends UPDATEs to the zone's BindCluster primary, at the
-// address its status reports (the primary Service ClusterIP), signed with
-// the zone's updateKeyRef.
+// ClusterResolver sends UPDATEs to the zone's BindCluster primary, at its
+// stable transfer address (the primary Service ClusterIP), signed with the
+// zone's operator key (see OperatorKeyRef).
 type ClusterResolver struct {
 	Client client.Reader
+	// Endpoints locates the primary; nil means KubePods (the cluster's
+	// status). The data-plane tests point it at loopback.
+	Endpoints PodEndpoints
 }
 
 // Resolve implements ZoneServerResolver.
 func (r ClusterResolver) Resolve(ctx context.Context, zone *bindv1alpha1.BindZone) (ZoneServer, error) {
-	if zone.Spec.UpdateKeyRef == nil {
-		return ZoneServer{}, fmt.Errorf("BindZone %q has no updateKeyRef; DNSRecords need the zone to accept signed updates", zone.Name)
-	}
 	var cluster bindv1alpha1.BindCluster
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: zone.Spec.ClusterRef.Name}, &cluster); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -52,14 +52,72 @@ func (r ClusterResolver) Resolve(ctx context.Context, zone *bindv1alpha1.BindZon
 		}
 		return ZoneServer{}, fmt.Errorf("BindCluster %q of zone %q: %w", zone.Spec.ClusterRef.Name, zone.Name, err)
 	}
-	if cluster.Status.PrimaryAddress == "" {
-		return ZoneServer{}, fmt.Errorf("BindCluster %q has no primary address yet", cluster.Name)
+	eps := r.Endpoints
+	if eps == nil {
+		eps = KubePods{Client: r.Client}
 	}
-	key, err := loadUpdateKey(ctx, r.Client, zone.Namespace, zone.Spec.UpdateKeyRef.Name)
+	addr, port, err := eps.Transfer(ctx, &cluster)
 	if err != nil {
 		return ZoneServer{}, err
 	}
-	return ZoneServer{Addr: net.JoinHostPort(cluster.Status.PrimaryAddress, strconv.Itoa(servicePort)), Key: key}, nil
+	keyObj, err := OperatorKeyRef(ctx, r.Client, &cluster, zone)
+	if err != nil {
+		return ZoneServer{}, err
+	}
+	key, err := loadUpdateKey(ctx, r.Client, zone.Namespace, keyObj)
+	if err != nil {
+		return ZoneServer{}, err
+	}
+	return ZoneServer{Addr: net.JoinHostPort(addr, strconv.Itoa(int(port))), Key: key}, nil
+}
+
+// OperatorKeyRef names the BindTSIGKey that signs the operator's own
+// UPDATEs to a primary zone (inline records, DNSRecords): the zone's
+// updateKeyRef when set, else the cluster's transfer key K (TransferKeyRef).
+// The BindZone controller grants exactly that key allow-update in the
+// zone's runtime clause, so a zone without updateKeyRef is writable only by
+// the operator (and by whoever holds K, i.e. the cluster's own pods). Key
+// material never leaves the Secrets: the CRs and status hold only names.
+func OperatorKeyRef(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone) (string, error) {
+	if zone.Spec.UpdateKeyRef != nil {
+		return zone.Spec.UpdateKeyRef.Name, nil
+	}
+	k, err := TransferKeyRef(ctx, c, cluster, zone)
+	if err != nil {
+		return "", err
+	}
+	if k == "" {
+		return "", fmt.Errorf("BindZone %q has no updateKeyRef and BindCluster %q has no transfer key (spec.transferKeyRef or a BindCatalogZone), so no key may update the zone", zone.Name, cluster.Name)
+	}
+	return k, nil
+}
+
+// TransferKeyRef names the BindTSIGKey K that signs the zone's transfers and
+// NOTIFYs between the cluster's pods, the way render.ZoneClauses.TransferKey
+// picks it: the cluster's transferKeyRef, else the key of the zone's
+// catalog, else the key of the cluster's only catalog. "" when none.
+func TransferKeyRef(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone) (string, error) {
+	if ref := cluster.Spec.TransferKeyRef; ref != nil {
+		return ref.Name, nil
+	}
+	var cats bindv1alpha1.BindCatalogZoneList
+	if err := c.List(ctx, &cats, client.InNamespace(cluster.Namespace)); err != nil {
+		return "", err
+	}
+	var mine []bindv1alpha1.BindCatalogZone
+	for _, cat := range cats.Items {
+		if cat.Spec.ClusterRef.Name != cluster.Name {
+			continue
+		}
+		if zone != nil && zone.Spec.CatalogZoneRef != nil && zone.Spec.CatalogZoneRef.Name == cat.Name {
+			return cat.Spec.TransferKeyRef.Name, nil
+		}
+		mine = append(mine, cat)
+	}
+	if len(mine) == 1 {
+		return mine[0].Spec.TransferKeyRef.Name, nil
+	}
+	return "", nil
 }
 
 // loadUpdateKey reads a BindTSIGKey's material into a dnsclient.Key.

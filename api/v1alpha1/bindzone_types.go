@@ -197,7 +197,71 @@ type BindZoneStatus struct {
 	// +listMapKey=pod
 	// +kubebuilder:validation:MaxItems=16
 	Secondaries []SecondaryZoneStatus `json:"secondaries,omitempty"`
+
+	// managedRecords are the record sets of spec.records this zone last
+	// wrote, each with a digest of the data written (never the data). A set
+	// removed from spec.records is deleted only while the primary still
+	// serves data with that digest, so nobody else's edit is ever deleted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5000
+	ManagedRecords []ManagedRecordSet `json:"managedRecords,omitempty"`
+
+	// rejectedRecords are the record sets of spec.records the primary
+	// refused on the last apply, with BIND's rcode; the others still apply.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	RejectedRecords []RejectedRecordSet `json:"rejectedRecords,omitempty"`
+
+	// lastDriftCheck is when the served records were last compared with
+	// spec.records (an AXFR of the primary).
+	// +optional
+	LastDriftCheck *metav1.Time `json:"lastDriftCheck,omitempty"`
+
+	// observedResync is the value of the bind.unkin.net/resync annotation
+	// the last drift check answered.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	ObservedResync string `json:"observedResync,omitempty"`
 }
+
+// ManagedRecordSet is one record set a BindZone wrote.
+type ManagedRecordSet struct {
+	// name is the owner name relative to the zone ("@" for the apex).
+	// +kubebuilder:validation:MaxLength=254
+	Name string `json:"name"`
+	// type is the record type.
+	// +kubebuilder:validation:MaxLength=16
+	Type string `json:"type"`
+	// digest is a SHA-256 prefix over the TTL and canonical values written.
+	// +kubebuilder:validation:MaxLength=64
+	Digest string `json:"digest"`
+}
+
+// RejectedRecordSet is a record set the primary refused.
+type RejectedRecordSet struct {
+	// name is the owner name relative to the zone.
+	// +kubebuilder:validation:MaxLength=254
+	Name string `json:"name"`
+	// type is the record type.
+	// +kubebuilder:validation:MaxLength=16
+	Type string `json:"type"`
+	// rcode is BIND's response code, e.g. REFUSED or NOTZONE; empty when
+	// the set never reached BIND (invalid data).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Rcode string `json:"rcode,omitempty"`
+	// message says why.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// AnnotationResync on a BindZone asks for a drift check now: set it to any
+// new value (e.g. a timestamp) and the zone compares what named serves with
+// spec.records and repairs declared data.
+const AnnotationResync = "bind.unkin.net/resync"
 
 // BindZone is a DNS zone served by a BindCluster.
 //

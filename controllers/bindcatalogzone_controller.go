@@ -1,0 +1,147 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/records"
+)
+
+// Condition reasons of a BindCatalogZone.
+const (
+	ReasonCatalogServed    = "Served"
+	ReasonCatalogNotServed = "NotServed"
+)
+
+// BindCatalogZoneReconciler reports a catalog zone. The catalog itself is
+// configuration (render declares it on the primary with allow-update and
+// allow-transfer for its key K, and the secondaries consume it through
+// catalog-zones with keyed default-primaries); members are added and
+// removed by the BindZone controller with UPDATEs signed with K. This
+// reconciler transfers the catalog from the primary (keyed with K) and
+// reports its members, their count and its serial.
+type BindCatalogZoneReconciler struct {
+	Client client.Client
+	// Endpoints locates the primary; nil means KubePods.
+	Endpoints PodEndpoints
+	// Period is how often the status is refreshed; default 30 s.
+	Period time.Duration
+}
+
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindcatalogzones,verbs=get;list;watch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindcatalogzones/status,verbs=get;update;patch
+
+// Reconcile refreshes one catalog's status.
+func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var cat bindv1alpha1.BindCatalogZone
+	if err := r.Client.Get(ctx, req.NamespacedName, &cat); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	status := cat.Status.DeepCopy()
+	status.ObservedGeneration = cat.Generation
+	period := r.Period
+	if period == 0 {
+		period = 30 * time.Second
+	}
+	if err := r.observe(ctx, &cat, status); err != nil {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: ReasonCatalogNotServed, Message: bounded(err.Error()), ObservedGeneration: cat.Generation})
+		period = min(period, 10*time.Second)
+	} else {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: ReasonCatalogServed, Message: fmt.Sprintf("the primary serves catalog %s with %d member zone(s) at serial %d.", records.CanonicalZone(string(cat.Spec.ZoneName)), status.MemberCount, ptr.Deref(status.Serial, 0)),
+			ObservedGeneration: cat.Generation})
+	}
+	if !equality.Semantic.DeepEqual(&cat.Status, status) {
+		base := cat.DeepCopy()
+		cat.Status = *status
+		if err := r.Client.Status().Patch(ctx, &cat, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: period}, nil
+}
+
+func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alpha1.BindCatalogZone, status *bindv1alpha1.BindCatalogZoneStatus) error {
+	var cluster bindv1alpha1.BindCluster
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cat.Namespace, Name: cat.Spec.ClusterRef.Name}, &cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("BindCluster %q does not exist; create it or fix spec.clusterRef", cat.Spec.ClusterRef.Name)
+		}
+		return err
+	}
+	addr, port, err := r.Endpoints.Transfer(ctx, &cluster)
+	if err != nil {
+		return err
+	}
+	key, err := loadUpdateKey(ctx, r.Client, cat.Namespace, cat.Spec.TransferKeyRef.Name)
+	if err != nil {
+		return err
+	}
+	c, err := dnsclient.New(joinHostPort(addr, port), &key, dnsclient.Options{Timeout: 10 * time.Second, MaxTransferRecords: 4 * 10000})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	zone := records.CanonicalZone(string(cat.Spec.ZoneName))
+	rrs, err := c.AXFR(tctx, zone)
+	if err != nil {
+		var rc *dnsclient.RcodeError
+		if errors.As(err, &rc) {
+			return fmt.Errorf("the primary refused the catalog transfer with %s (is the catalog in the running configuration, and is %q its key?): %v", rc.RcodeName(), cat.Spec.TransferKeyRef.Name, err)
+		}
+		return fmt.Errorf("cannot transfer the catalog from the primary: %v", err)
+	}
+	members := catalogMembers(zone, rrs)
+	if len(members) > 10000 {
+		members = members[:10000]
+	}
+	status.Members = members
+	status.MemberCount = int32(len(members))
+	status.Serial = nil
+	if len(rrs) > 0 {
+		if soa, ok := rrs[0].(*dns.SOA); ok {
+			status.Serial = ptr.To(int64(soa.Serial))
+		}
+	}
+	return nil
+}
+
+// SetupWithManager registers the reconciler; a change to a member zone
+// (its status included, which the BindZone controller updates after adding
+// the membership) refreshes the catalog's status.
+func (r *BindCatalogZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Endpoints == nil {
+		r.Endpoints = KubePods{Client: mgr.GetClient()}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bindv1alpha1.BindCatalogZone{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&bindv1alpha1.BindZone{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			ref := o.(*bindv1alpha1.BindZone).Spec.CatalogZoneRef
+			if ref == nil {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}}
+		})).
+		Named("bindcatalogzone").
+		Complete(r)
+}
