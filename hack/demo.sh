@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: see README "What make demo does today".
+# make demo: the local cluster with BIND pods, the operator and the samples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/install-deps.sh

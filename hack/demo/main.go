@@ -1,31 +1,28 @@
-// Command demo starts a real etcd and kube-apiserver with the project's CRDs,
-// applies config/samples, shows what was admitted and what is rejected, and
-// keeps the API server running until interrupted. It is what `make demo`
-// runs until the local cluster with BIND pods exists (see README).
+// Command demo is `make demo`: it starts the local cluster (real etcd,
+// kube-apiserver and kube-controller-manager; BIND pods as real named
+// processes in their own network namespaces), runs the operator with its
+// webhooks against it, applies config/samples, prints `kubectl get bind`
+// and dig answers from the primary and the secondaries, and keeps running
+// until interrupted.
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
-	"text/tabwriter"
+	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/e2e"
 	"git.unkin.net/unkin/bind-operator/test/envtestutil"
 )
 
@@ -37,110 +34,104 @@ func main() {
 }
 
 func run() error {
-	env, err := envtestutil.NewEnvironment()
-	if err != nil {
-		return err
-	}
-	fmt.Println("starting etcd and kube-apiserver with the bind.unkin.net CRDs ...")
-	cfg, err := env.Start()
-	if err != nil {
-		return err
-	}
-	defer func() { _ = env.Stop() }()
-
-	kubeconfig := filepath.Join(envtestutil.RepoRoot(), "bin", "demo.kubeconfig")
-	if err := writeKubeconfig(kubeconfig, cfg.Host, cfg.CAData, cfg.CertData, cfg.KeyData); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		return err
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the demo runs BIND pods in network namespaces: run it as root")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root := envtestutil.RepoRoot()
-	samples, _ := filepath.Glob(filepath.Join(root, "config", "samples", "bind_*.yaml"))
-	fmt.Printf("\napplying %d sample files from config/samples\n", len(samples))
-	for _, f := range samples {
-		objs, err := readObjects(f)
+	env, err := e2e.Start(ctx, e2e.Options{Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Println("\nstopping: pods, namespaces, interfaces and folders are removed ...")
+		env.Stop()
+	}()
+	fmt.Printf("\nthe operator runs with its webhooks (log: %s)\n", env.OperatorLog)
+
+	fmt.Println("\napplying config/samples through the admission webhooks")
+	objs, err := env.ApplySamples(ctx, "default")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		fmt.Printf("  %s/%s created\n", strings.ToLower(o.GetKind()), o.GetName())
+	}
+
+	for _, c := range []struct {
+		name     string
+		replicas int32
+	}{{"authoritative", 3}, {"resolver", 2}} {
+		fmt.Printf("\nwaiting for BindCluster %s (%d BIND pods) to be ready ...\n", c.name, c.replicas)
+		if err := waitReady(ctx, env, c.name, c.replicas); err != nil {
+			return fmt.Errorf("%w (operator log: %s)", err, env.OperatorLog)
+		}
+	}
+
+	kubectl := filepath.Join(envtestutil.RepoRoot(), "bin", "k8s", "kubectl")
+	show(ctx, "kubectl get bind", kubectl, "--kubeconfig", env.Cluster.KubeconfigPath(), "get", "bind", "-o", "wide")
+	show(ctx, "kubectl get pods,svc", kubectl, "--kubeconfig", env.Cluster.KubeconfigPath(), "get", "pods,svc", "-o", "wide")
+
+	for i, role := range []string{"primary", "secondary", "secondary"} {
+		pod := fmt.Sprintf("authoritative-%d", i)
+		ip, err := env.Cluster.PodIP(ctx, "default", pod)
 		if err != nil {
 			return err
 		}
-		for _, o := range objs {
-			o.SetNamespace("default")
-			if err := c.Create(ctx, o); err != nil {
-				return fmt.Errorf("%s: %w", filepath.Base(f), err)
-			}
-			fmt.Printf("  %s/%s created\n", strings.ToLower(o.GetKind()), o.GetName())
-		}
-	}
-	if err := printBind(ctx, c); err != nil {
-		return err
-	}
-
-	fmt.Println("\na broken object is rejected at once, with the field and what to do:")
-	bad, _ := readObjects(filepath.Join(root, "test", "cel", "testdata", "invalid", "bindzone-forwarders-on-primary.yaml"))
-	for _, o := range bad {
-		o.SetNamespace("default")
-		if err := c.Create(ctx, o); err != nil {
-			fmt.Println("  ", err)
+		fmt.Printf("\n$ dig @%s (the %s, %s)\n", ip, role, pod)
+		for _, q := range [][]string{{"catalog.example.internal", "SOA"}, {"example.com", "SOA"}, {"www.example.com", "A"}} {
+			fmt.Println("  " + digLine(ctx, ip, q[0], q[1]))
 		}
 	}
 
-	fmt.Printf("\nThe API server runs at %s.\nExplore it: kubectl --kubeconfig %s explain bindzone.spec.records\n", cfg.Host, kubeconfig)
-	fmt.Println("Not yet in the demo: BIND pods and dig answers (they need the local cluster of the end-to-end issue).")
+	fmt.Printf("\nThe cluster keeps running. Explore it:\n  export KUBECONFIG=%s\n  %s get bind\n  %s explain bindzone.spec.records\n", env.Cluster.KubeconfigPath(), kubectl, kubectl)
 	fmt.Println("Press Ctrl-C to stop and clean up.")
 	<-ctx.Done()
-	fmt.Println("\nstopping ...")
-	return os.Remove(kubeconfig)
+	return nil
 }
 
-// printBind prints what `kubectl get bind` would list.
-func printBind(ctx context.Context, c client.Client) error {
-	kinds := []string{"BindCluster", "BindTSIGKey", "BindACL", "BindView", "BindZone", "DNSRecord", "BindCatalogZone", "BindPolicy", "BindDNSSECPolicy"}
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "\nKIND\tNAME\tCREATED")
-	for _, k := range kinds {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Group: bindv1alpha1.GroupVersion.Group, Version: bindv1alpha1.GroupVersion.Version, Kind: k + "List"})
-		if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
-			return err
+func waitReady(ctx context.Context, env *e2e.Env, name string, replicas int32) error {
+	var c v1.BindCluster
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
+			return false, nil
 		}
-		sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
-		for _, o := range list.Items {
-			fmt.Fprintf(w, "%s\t%s\t%s\n", strings.ToLower(k), o.GetName(), o.GetCreationTimestamp().Format("15:04:05"))
-		}
-	}
-	return w.Flush()
-}
-
-func readObjects(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
+		return c.Status.ReadyReplicas == replicas && meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionReady), nil
+	})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("BindCluster %s: %d of %d pods ready: %v", name, c.Status.ReadyReplicas, replicas, err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	return nil
 }
 
-func writeKubeconfig(path, host string, ca, cert, key []byte) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["demo"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
-	cfg.AuthInfos["demo"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
-	cfg.Contexts["demo"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: "demo", Namespace: "default"}
-	cfg.CurrentContext = "demo"
-	return clientcmd.WriteToFile(*cfg, path)
+// digLine runs the real dig and condenses its answer to one line: the
+// records, or the status when there are none.
+func digLine(ctx context.Context, server, name, qtype string) string {
+	out, err := exec.CommandContext(ctx, "dig", "@"+server, name, qtype, "+norec", "+noall", "+answer", "+comments", "+time=2", "+tries=1").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("%-26s %-4s dig: %v", name, qtype, err)
+	}
+	var answers []string
+	status := "no answer"
+	for _, l := range strings.Split(string(out), "\n") {
+		if i := strings.Index(l, "status: "); i >= 0 {
+			status = strings.TrimSuffix(strings.Fields(l[i+len("status: "):])[0], ",")
+		} else if l != "" && !strings.HasPrefix(l, ";") {
+			answers = append(answers, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	if len(answers) == 0 {
+		return fmt.Sprintf("%-26s %-4s -> %s", name, qtype, status)
+	}
+	return strings.Join(answers, "\n  ")
+}
+
+func show(ctx context.Context, title, name string, args ...string) {
+	fmt.Printf("\n$ %s\n", title)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	if err := cmd.Run(); err != nil {
+		fmt.Printf("  (%s: %v)\n", name, err)
+	}
 }
