@@ -150,11 +150,39 @@ type zoneTarget struct {
 	cluster   *bindv1alpha1.BindCluster
 	zoneName  string // canonical
 	view      string
-	clauses   *render.ZoneClauses
+	in        render.Input
+	clauses   map[render.Paths]*render.ZoneClauses
 	effective *bindv1alpha1.BindZone // updateKeyRef filled with the operator key
 	pods      []PodEndpoint          // primary first
 	srv       ZoneServer             // UPDATEs
 	xfrKey    *dnsclient.Key         // K: transfers of the zone, catalog updates
+}
+
+// clause renders the zone's runtime clause for a pod (its own paths when
+// the seam gives some).
+func (t *zoneTarget) clause(p *PodEndpoint, role render.ZoneRole, notify []string) (string, error) {
+	paths := t.in.Paths
+	if p != nil && p.Paths != nil {
+		paths = *p.Paths
+	}
+	zc, ok := t.clauses[paths]
+	if !ok {
+		in := t.in
+		in.Paths = paths
+		var err error
+		if zc, err = render.NewZoneClauses(in); err != nil {
+			return "", &problem{ReasonInvalidZone, err.Error(), time.Minute}
+		}
+		t.clauses[paths] = zc
+	}
+	if p == nil {
+		return "", nil
+	}
+	c, err := zc.Clause(t.effective, role, notify)
+	if err != nil {
+		return "", &problem{ReasonInvalidZone, err.Error(), time.Minute}
+	}
+	return c, nil
 }
 
 func (t *zoneTarget) primary() *PodEndpoint {
@@ -220,8 +248,10 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 		}
 		in.Keys[keyObj] = m
 	}
-	if t.clauses, err = render.NewZoneClauses(in); err != nil {
-		return nil, &problem{ReasonInvalidZone, err.Error(), time.Minute}
+	t.in = in
+	t.clauses = map[render.Paths]*render.ZoneClauses{}
+	if _, err := t.clause(nil, render.ZoneRolePrimary, nil); err != nil {
+		return nil, err
 	}
 	if xfr, err := TransferKeyRef(ctx, r.Client, &cluster, zone); err == nil && xfr != "" {
 		k, err := loadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
@@ -297,9 +327,10 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 	for _, s := range t.secondaries() {
 		notify = append(notify, s.Notify)
 	}
-	clause, err := t.clauses.Clause(t.effective, render.ZoneRolePrimary, notify)
+	prim := t.primary()
+	clause, err := t.clause(prim, render.ZoneRolePrimary, notify)
 	if err != nil {
-		return false, &problem{ReasonInvalidZone, err.Error(), time.Minute}
+		return false, err
 	}
 	soa := zone.Spec.SOA.DeepCopy()
 	if soa == nil {
@@ -316,7 +347,6 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 		ttl = int32(*zone.Spec.DefaultTTL)
 	}
 	seed := render.SeedZone(t.zoneName, soa, ttl)
-	prim := t.primary()
 	ac, err := r.agents.get(ctx, t.cluster, prim.AgentAddr)
 	if err != nil {
 		return false, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
@@ -329,11 +359,11 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 		r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "Zone"+titleCase(res.Action), "Ensure", "zone %s %s on the primary %s", t.zoneName, res.Action, prim.Pod)
 	}
 	if zone.Spec.CatalogZoneRef == nil {
-		sclause, err := t.clauses.Clause(t.effective, render.ZoneRoleSecondary, nil)
-		if err != nil {
-			return false, &problem{ReasonInvalidZone, err.Error(), time.Minute}
-		}
 		for _, s := range t.secondaries() {
+			sclause, err := t.clause(&s, render.ZoneRoleSecondary, nil)
+			if err != nil {
+				return false, err
+			}
 			sc, err := r.agents.get(ctx, t.cluster, s.AgentAddr)
 			if err != nil {
 				return false, &problem{ReasonAgentError, err.Error(), 10 * time.Second}

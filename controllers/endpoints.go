@@ -18,6 +18,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/pki"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
 )
 
 // PodEndpoint is how the operator reaches one BIND pod.
@@ -34,6 +35,10 @@ type PodEndpoint struct {
 	DNSAddr string
 	// AgentAddr is host:port of the pod's agent API.
 	AgentAddr string
+	// Paths, when set, are this pod's mount points instead of the
+	// reconciler's (every pod of a StatefulSet shares them; tests that run
+	// several nameds on one machine cannot).
+	Paths *render.Paths
 }
 
 // PodEndpoints is the seam between the reconcilers and where BIND pods

@@ -1,0 +1,262 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+)
+
+// served asks addr (UDP) for name/type and returns the rdata, sorted; nil
+// when the server does not answer authoritatively for it.
+func served(addr, name string, t uint16) []string {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), t)
+	m.RecursionDesired = false
+	in, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr)
+	if err != nil || in == nil {
+		return nil
+	}
+	var out []string
+	for _, rr := range in.Answer {
+		if rr.Header().Rrtype == t {
+			out = append(out, strings.TrimPrefix(rr.String(), rr.Header().String()))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rcode of a SOA query for zone at addr (-1 on no reply).
+func soaRcode(addr, zone string) (int, bool) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(zone), dns.TypeSOA)
+	in, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr)
+	if err != nil || in == nil {
+		return -1, false
+	}
+	return in.Rcode, in.Authoritative && len(in.Answer) > 0
+}
+
+func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting %s for %s: %v", timeout, what, err)
+	}
+	return time.Since(start)
+}
+
+func (c *cluster) zone(name string) *v1.BindZone {
+	c.t.Helper()
+	var z v1.BindZone
+	must(c.t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: name}, &z))
+	return &z
+}
+
+func (c *cluster) waitZone(name, reason string, timeout time.Duration) *v1.BindZone {
+	c.t.Helper()
+	var z *v1.BindZone
+	eventually(c.t, fmt.Sprintf("BindZone %s Ready reason %s", name, reason), timeout, func() bool {
+		z = c.zone(name)
+		cond := meta.FindStatusCondition(z.Status.Conditions, v1.ConditionReady)
+		return cond != nil && cond.Reason == reason && z.Status.ObservedGeneration == z.Generation
+	})
+	return z
+}
+
+func (c *cluster) key(name string) dnsclient.Key {
+	c.t.Helper()
+	k := c.keys[name]
+	key, err := dnsclient.NewKey(k.Name, k.Algorithm, k.Secret)
+	must(c.t, err)
+	return key
+}
+
+func (c *cluster) waitAll(what string, timeout time.Duration, name string, typ uint16, want ...string) {
+	c.t.Helper()
+	slices.Sort(want)
+	for _, n := range c.nodes {
+		eventually(c.t, fmt.Sprintf("%s: %s serves %s %s = %v", what, n.name, name, dns.TypeToString[typ], want), timeout, func() bool {
+			return slices.Equal(served(n.dnsAddr(), name, typ), want)
+		})
+	}
+}
+
+func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
+	c := newCluster(t, 2)
+	start := time.Now()
+	c.create(&v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "example-com"}, Spec: v1.BindZoneSpec{
+		ClusterRef: v1.LocalObjectReference{Name: c.name}, ZoneName: "example.com", Type: v1.ZonePrimary,
+		CatalogZoneRef: &v1.LocalObjectReference{Name: "catalog"},
+		Records: []v1.RecordSet{
+			{Name: "www", Type: "A", Values: []string{"192.0.2.1"}},
+			{Name: "txt", Type: "TXT", Values: []string{`"hello"`}},
+		},
+	}})
+	primary := c.nodes[0]
+	eventually(t, "the primary to serve www", 20*time.Second, func() bool {
+		return slices.Equal(served(primary.dnsAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.1"})
+	})
+	t.Logf("zone create → served on the primary: %v", time.Since(start))
+	z := c.waitZone("example-com", controllers.ReasonServed, 20*time.Second)
+	t.Logf("zone create → catalog member loaded and in sync on both secondaries: %v", time.Since(start))
+	c.waitAll("catalog member", 5*time.Second, "www.example.com", dns.TypeA, "192.0.2.1")
+	if z.Status.Serial == nil || len(z.Status.Secondaries) != 2 || z.Status.RecordCount != 2 || len(z.Status.ManagedRecords) != 2 {
+		t.Fatalf("status = %+v", z.Status)
+	}
+	for _, s := range z.Status.Secondaries {
+		if !s.InSync || s.Serial == nil || *s.Serial != *z.Status.Serial {
+			t.Errorf("secondary %s not in sync with serial %d: %+v", s.Pod, *z.Status.Serial, s)
+		}
+	}
+	// The seed SOA timers and an MNAME outside the zone.
+	soa := served(primary.dnsAddr(), "example.com", dns.TypeSOA)
+	if len(soa) != 1 || !strings.Contains(soa[0], "dns."+c.ns+".svc.cluster.local. ") || !strings.HasSuffix(soa[0], " 300 60 1209600 60") {
+		t.Errorf("seed SOA = %v", soa)
+	}
+
+	// Catalog status.
+	eventually(t, "the catalog to report the member", 10*time.Second, func() bool {
+		var cat v1.BindCatalogZone
+		must(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "catalog"}, &cat))
+		return cat.Status.MemberCount == 1 && slices.Equal(cat.Status.Members, []string{"example.com"}) && cat.Status.Serial != nil &&
+			meta.IsStatusConditionTrue(cat.Status.Conditions, v1.ConditionReady)
+	})
+
+	// A record change reaches both secondaries through signed NOTIFY from
+	// a non-primary address (SOA refresh is 300 s: anything under a few
+	// seconds is the NOTIFY).
+	z = c.zone("example-com")
+	z.Spec.Records[0].Values = []string{"192.0.2.2"}
+	changed := time.Now()
+	must(t, k8s.Update(ctx, z))
+	for _, n := range c.nodes[1:] {
+		d := eventually(t, n.name+" to serve the change", 5*time.Second, func() bool {
+			return slices.Equal(served(n.dnsAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.2"})
+		})
+		t.Logf("record change → served on %s: %v (after the spec update)", n.name, time.Since(changed).Round(time.Millisecond))
+		_ = d
+		log := n.Log()
+		if !strings.Contains(log, "received notify for zone 'example.com'") {
+			t.Errorf("%s did not log an accepted NOTIFY for example.com:\n%s", n.name, tail(log, 20))
+		}
+		if strings.Contains(log, "refused notify") {
+			t.Errorf("%s refused a NOTIFY:\n%s", n.name, tail(log, 20))
+		}
+	}
+	if !strings.Contains(primary.Log(), "zone example.com/IN: sending notifies") {
+		t.Errorf("the primary never sent NOTIFYs for example.com")
+	}
+
+	// Drift: someone changes a declared set and adds their own; a resync
+	// restores the declared one and leaves theirs alone.
+	upd, err := dnsclient.New(fmt.Sprintf("[::1]:%d", primary.dnsPort), ptr(c.key("transfer")), dnsclient.Options{Timeout: 5 * time.Second})
+	must(t, err)
+	defer upd.Close()
+	must(t, upd.Update(ctx, "example.com",
+		dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: "www.example.com.", Type: dns.TypeA, TTL: 60, Values: []string{"192.0.2.66"}}},
+		dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: "foreign.example.com.", Type: dns.TypeA, TTL: 60, Values: []string{"192.0.2.77"}}},
+	))
+	z = c.zone("example-com")
+	z.Annotations = map[string]string{v1.AnnotationResync: "now-1"}
+	must(t, k8s.Update(ctx, z))
+	c.waitAll("drift repaired", 10*time.Second, "www.example.com", dns.TypeA, "192.0.2.2")
+	c.waitAll("foreign data kept", 5*time.Second, "foreign.example.com", dns.TypeA, "192.0.2.77")
+	eventually(t, "the resync to be recorded", 5*time.Second, func() bool { return c.zone("example-com").Status.ObservedResync == "now-1" })
+
+	// A set removed from spec.records is deleted (it still holds what the
+	// zone wrote).
+	z = c.zone("example-com")
+	z.Spec.Records = z.Spec.Records[:1]
+	must(t, k8s.Update(ctx, z))
+	c.waitAll("removed set", 10*time.Second, "txt.example.com", dns.TypeTXT)
+
+	// Delete: gone everywhere, catalog empty.
+	must(t, k8s.Delete(ctx, z))
+	for _, n := range c.nodes {
+		eventually(t, n.name+" to stop serving example.com", 10*time.Second, func() bool {
+			_, ok := soaRcode(n.dnsAddr(), "example.com")
+			return !ok
+		})
+	}
+	eventually(t, "the BindZone to go", 10*time.Second, func() bool {
+		var l v1.BindZoneList
+		return k8s.List(ctx, &l, client.InNamespace(c.ns)) == nil && len(l.Items) == 0
+	})
+	eventually(t, "the catalog to be empty", 10*time.Second, func() bool {
+		var cat v1.BindCatalogZone
+		must(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "catalog"}, &cat))
+		return cat.Status.MemberCount == 0
+	})
+}
+
+func TestZoneOutsideCatalogAndRestartKeepsDNSRecord(t *testing.T) {
+	c := newCluster(t, 2)
+	c.create(&v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: v1.BindZoneSpec{
+		ClusterRef: v1.LocalObjectReference{Name: c.name}, ZoneName: "plain.test", Type: v1.ZonePrimary,
+		Records: []v1.RecordSet{{Name: "@", Type: "MX", Values: []string{"10 mail.example.net."}}},
+	}})
+	c.waitZone("plain", controllers.ReasonServed, 20*time.Second)
+	c.create(&v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "api"}, Spec: v1.DNSRecordSpec{
+		ZoneRef: v1.LocalObjectReference{Name: "plain"}, Name: "api", Type: "A", Values: []string{"192.0.2.80"},
+	}})
+	// The secondaries hold the zone through a runtime secondary clause
+	// (agent), and follow the DNSRecord's UPDATE through signed NOTIFY.
+	c.waitAll("DNSRecord", 10*time.Second, "api.plain.test", dns.TypeA, "192.0.2.80")
+
+	primary := c.nodes[0]
+	c.stopNamed(primary)
+	c.startNamed(primary)
+	if got := served(primary.dnsAddr(), "api.plain.test", dns.TypeA); !slices.Equal(got, []string{"192.0.2.80"}) {
+		t.Fatalf("after a named restart (SIGKILL), the primary serves api A %v, want the DNSRecord's 192.0.2.80", got)
+	}
+	if got := served(primary.dnsAddr(), "plain.test", dns.TypeMX); !slices.Equal(got, []string{"10 mail.example.net."}) {
+		t.Fatalf("after a restart the primary serves MX %v", got)
+	}
+}
+
+func TestWrongKeyIsReported(t *testing.T) {
+	c := newCluster(t, 1)
+	// named knows "upd" with the rendered material; the Secret now holds
+	// another one, so the operator signs with a key named refuses.
+	var s corev1.Secret
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "upd-tsig"}, &s))
+	s.Data[v1.TSIGSecretKey] = []byte(newSecret())
+	must(t, k8s.Update(ctx, &s))
+	c.create(&v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "keyed"}, Spec: v1.BindZoneSpec{
+		ClusterRef: v1.LocalObjectReference{Name: c.name}, ZoneName: "keyed.test", Type: v1.ZonePrimary,
+		UpdateKeyRef: &v1.LocalObjectReference{Name: "upd"},
+		Records:      []v1.RecordSet{{Name: "www", Type: "A", Values: []string{"192.0.2.5"}}},
+	}})
+	z := c.waitZone("keyed", controllers.ReasonRecordsRefused, 20*time.Second)
+	if len(z.Status.RejectedRecords) != 1 || z.Status.RejectedRecords[0].Rcode != "NOTAUTH" {
+		t.Fatalf("rejectedRecords = %+v, want www A refused with NOTAUTH", z.Status.RejectedRecords)
+	}
+	t.Logf("Ready: %s", meta.FindStatusCondition(z.Status.Conditions, v1.ConditionReady).Message)
+	if strings.Contains(fmt.Sprintf("%+v", z.Status), string(s.Data[v1.TSIGSecretKey])) {
+		t.Fatal("status leaks key material")
+	}
+	// Fix the key: the zone converges.
+	s.Data[v1.TSIGSecretKey] = []byte(c.keys["upd"].Secret)
+	must(t, k8s.Update(ctx, &s))
+	z = c.zone("keyed")
+	z.Annotations = map[string]string{v1.AnnotationResync: "fixed"}
+	must(t, k8s.Update(ctx, z))
+	c.waitZone("keyed", controllers.ReasonServed, 20*time.Second)
+	c.waitAll("after the key fix", 5*time.Second, "www.keyed.test", dns.TypeA, "192.0.2.5")
+}
