@@ -67,7 +67,11 @@ type DNSRecordReconciler struct {
 	// BatchWindow and BatchSize tune UPDATE batching; zero takes defaults.
 	BatchWindow time.Duration
 	BatchSize   int
-	// MaxConcurrentReconciles feeds the batcher; default 64.
+	// MaxConcurrentReconciles feeds the batcher; default 512. Each
+	// reconcile waits for its batch, so a batch holds at most this many
+	// changes: test/bench measured 10,000 records at 3% of a raw 500-record
+	// client with 64 workers and 81% with 512 (idle workers cost a
+	// goroutine each).
 	MaxConcurrentReconciles int
 	// Updates, when set, is shared with the other record writers (then
 	// BatchWindow and BatchSize are ignored).
@@ -330,7 +334,7 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.batcher = r.Updates.batcher
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
-		workers = 64
+		workers = 512
 	}
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(context.Background(), &bindv1alpha1.DNSRecord{}, indexRecordZone, func(o client.Object) []string {

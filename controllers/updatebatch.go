@@ -192,3 +192,9 @@ func (c *clientCache) get(srv ZoneServer) (*dnsclient.Client, error) {
 	c.clients[id] = cachedClient{key: key, client: cl}
 	return cl, nil
 }
+
+// Apply sends changes (to distinct record sets of zone) through the shared
+// batcher and returns one error per change, nil where it applied.
+func (u *Updates) Apply(ctx context.Context, srv ZoneServer, zone string, changes []dnsclient.Change) []error {
+	return u.batcher.SubmitMany(ctx, srv, zone, changes)
+}
