@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// authoritative describes the BindCluster most tests run: an
+// authoritative cluster with a transfer key and a catalog zone.
+type authoritative struct {
+	Namespace, Name string
+	Replicas        int32
+	Catalog         string // catalog zone name
+	Storage         bool
+	Mutate          func(*v1.BindCluster)
+}
+
+func (a authoritative) transferKey() string { return a.Name + "-transfer" }
+
+// create makes the transfer key, the catalog zone and the cluster.
+func (a authoritative) create(ctx context.Context, t *testing.T) *v1.BindCluster {
+	t.Helper()
+	key := &v1.BindTSIGKey{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.transferKey()},
+		Spec:       v1.BindTSIGKeySpec{Algorithm: "hmac-sha256"},
+	}
+	must(t, env.Client.Create(ctx, key))
+	cat := &v1.BindCatalogZone{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name + "-catalog"},
+		Spec: v1.BindCatalogZoneSpec{
+			ClusterRef:     v1.LocalObjectReference{Name: a.Name},
+			ZoneName:       v1.DomainName(a.Catalog),
+			TransferKeyRef: v1.LocalObjectReference{Name: a.transferKey()},
+		},
+	}
+	must(t, env.Client.Create(ctx, cat))
+	c := &v1.BindCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name},
+		Spec: v1.BindClusterSpec{
+			Mode:           v1.ModeAuthoritative,
+			Replicas:       ptr.To(a.Replicas),
+			TransferKeyRef: &v1.LocalObjectReference{Name: a.transferKey()},
+			Storage:        &v1.StorageSpec{Enabled: ptr.To(a.Storage)},
+		},
+	}
+	if a.Mutate != nil {
+		a.Mutate(c)
+	}
+	must(t, env.Client.Create(ctx, c))
+	return c
+}
+
+func waitClusterReady(ctx context.Context, t *testing.T, ns, name string, replicas int32) *v1.BindCluster {
+	t.Helper()
+	var c v1.BindCluster
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
+			return false, nil
+		}
+		return c.Status.ReadyReplicas == replicas && meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionReady), nil
+	})
+	if err != nil {
+		t.Fatalf("BindCluster %s/%s not ready (%d/%d, conditions %+v): %v", ns, name, c.Status.ReadyReplicas, replicas, c.Status.Conditions, err)
+	}
+	return &c
+}
+
+// waitSOA waits until server answers zone's SOA authoritatively and
+// returns the serial.
+func waitSOA(ctx context.Context, t *testing.T, server, zone, who string) uint32 {
+	t.Helper()
+	return waitSerial(ctx, t, server, zone, who, 0)
+}
+
+// waitSerial waits until server serves zone with a serial of at least min.
+func waitSerial(ctx context.Context, t *testing.T, server, zone, who string, minSerial uint32) uint32 {
+	t.Helper()
+	var last string
+	var serial uint32
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		s, err := soaSerial(server, zone)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		serial, last = s, fmt.Sprintf("serial %d", s)
+		return s >= minSerial, nil
+	})
+	if err != nil {
+		t.Fatalf("%s (%s) does not serve %s with serial >= %d: last answer %s", who, server, zone, minSerial, last)
+	}
+	return serial
+}
+
+// soaSerial asks server for zone's SOA (UDP) and returns its serial.
+func soaSerial(server, zone string) (uint32, error) {
+	in, err := localcluster.Dig(server, zone, dns.TypeSOA)
+	if err != nil {
+		return 0, err
+	}
+	if in.Rcode != dns.RcodeSuccess || !in.Authoritative || len(in.Answer) != 1 {
+		return 0, fmt.Errorf("rcode %s, aa=%v, %d answers", dns.RcodeToString[in.Rcode], in.Authoritative, len(in.Answer))
+	}
+	soa, ok := in.Answer[0].(*dns.SOA)
+	if !ok {
+		return 0, fmt.Errorf("answer is %s, not SOA", dns.TypeToString[in.Answer[0].Header().Rrtype])
+	}
+	return soa.Serial, nil
+}
+
+// testNet is where the tests may send DNS (DESIGN §7): loopback and the
+// local cluster's pod (198.18/16) and Service (198.19/16) ranges.
+var testNet = netip.MustParsePrefix("198.18.0.0/15")
+
+// guardAddr returns server as host:port (default port 53), refusing any
+// address that is not a test host.
+func guardAddr(server string) (string, error) {
+	host, port, err := net.SplitHostPort(server)
+	if err != nil {
+		host, port = server, "53"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return "", fmt.Errorf("server %q is not an IP address", server)
+	}
+	if !ip.IsLoopback() && !testNet.Contains(ip.Unmap()) {
+		return "", fmt.Errorf("refusing to send DNS to %s: only loopback and %s are test hosts (DESIGN §7)", ip, testNet)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// tsigKey is a TSIG key as a client signs with it.
+type tsigKey struct{ Name, Algorithm, Secret string }
+
+// readTSIGKey reads a BindTSIGKey's material from its Secret.
+func readTSIGKey(ctx context.Context, t *testing.T, ns, name string) tsigKey {
+	t.Helper()
+	var s corev1.Secret
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-tsig"}, &s) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the Secret of BindTSIGKey %s/%s never appeared: %v", ns, name, err)
+	}
+	k := tsigKey{
+		Name:      dns.Fqdn(string(s.Data[v1.TSIGSecretKeyName])),
+		Algorithm: dns.Fqdn(string(s.Data[v1.TSIGSecretAlgorithm])),
+		Secret:    string(s.Data[v1.TSIGSecretKey]),
+	}
+	if k.Name == "." || k.Secret == "" {
+		t.Fatalf("Secret %s/%s-tsig holds no usable key: %v", ns, name, s.Data)
+	}
+	return k
+}
+
+// exchangeSigned sends m signed with key to server (a test host only) and
+// checks the reply's signature.
+func exchangeSigned(network, server string, m *dns.Msg, key tsigKey) (*dns.Msg, error) {
+	addr, err := guardAddr(server)
+	if err != nil {
+		return nil, err
+	}
+	m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
+	c := &dns.Client{Net: network, Timeout: 5 * time.Second, TsigSecret: map[string]string{key.Name: key.Secret}}
+	r, _, err := c.Exchange(m, addr)
+	return r, err
+}
+
+// podState is what a test remembers of a pod to prove it was not
+// replaced or restarted.
+type podState struct {
+	UID      types.UID
+	IP       string
+	Restarts int32
+}
+
+func (p podState) String() string {
+	return fmt.Sprintf("uid %s ip %s restarts %d", shortUID(p.UID), p.IP, p.Restarts)
+}
+
+func shortUID(u types.UID) string {
+	if len(u) > 8 {
+		return string(u[:8])
+	}
+	return string(u)
+}
+
+// podStates returns the cluster's pods by name.
+func podStates(ctx context.Context, ns, cluster string) (map[string]podState, error) {
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: cluster}); err != nil {
+		return nil, err
+	}
+	out := map[string]podState{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		var restarts int32
+		for _, s := range p.Status.ContainerStatuses {
+			restarts += s.RestartCount
+		}
+		out[p.Name] = podState{UID: p.UID, IP: p.Status.PodIP, Restarts: restarts}
+	}
+	return out, nil
+}
+
+func describePods(m map[string]podState) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s: %s; ", n, m[n])
+	}
+	return strings.TrimSuffix(b.String(), "; ")
+}
+
+// rollout is the StatefulSet's generation and the pod template's hash.
+type rollout struct {
+	Generation int64
+	Hash       string
+}
+
+func currentRollout(ctx context.Context, ns, name string) (rollout, *appsv1.StatefulSet, error) {
+	var sts appsv1.StatefulSet
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sts); err != nil {
+		return rollout{}, nil, err
+	}
+	return rollout{Generation: sts.Generation, Hash: sts.Spec.Template.Annotations[v1.AnnotationConfigHash]}, &sts, nil
+}
+
+func podIPs(ctx context.Context, t *testing.T, ns, cluster string, replicas int32) []string {
+	t.Helper()
+	ips := make([]string, replicas)
+	for i := range replicas {
+		ip, err := env.Cluster.PodIP(ctx, ns, fmt.Sprintf("%s-%d", cluster, i))
+		must(t, err)
+		ips[i] = ip
+	}
+	return ips
+}
+
+// kubectl runs bin/k8s/kubectl against the cluster with stdin.
+func kubectl(ctx context.Context, t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	bin := filepath.Join(envtestutil.RepoRoot(), "bin", "k8s", "kubectl")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("kubectl not built: run hack/build-k8s-binaries.sh bin/k8s kubectl")
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", env.Cluster.KubeconfigPath()}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
