@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // env is the one local cluster with the operator that every test of the
@@ -28,6 +31,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "test/e2e: the end-to-end tests run pods in network namespaces and need root")
 		return 1
 	}
+	// The API server's warnings (e.g. about a sample) reach the test output.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -42,7 +47,14 @@ func run(m *testing.M) int {
 	fmt.Fprintf(os.Stderr, "e2e: environment up in %s\n", time.Since(start).Round(time.Millisecond))
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "operator log (tail):\n%s\n", env.OperatorLogTail(12000))
+		fmt.Fprintf(os.Stderr, "operator log (tail):\n%s\n", env.OperatorLogTail(6000))
+		// The work folder goes with Stop; keep the whole log for a look.
+		if b, err := os.ReadFile(env.OperatorLog); err == nil {
+			kept := filepath.Join(os.TempDir(), "bind-operator-e2e-operator.log")
+			if os.WriteFile(kept, b, 0o644) == nil {
+				fmt.Fprintf(os.Stderr, "full operator log: %s\n", kept)
+			}
+		}
 	}
 	env.Stop()
 	return code
