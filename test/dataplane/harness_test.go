@@ -43,6 +43,7 @@ import (
 type node struct {
 	name      string
 	primary   bool
+	host      string // the "pod IP" named answers on; "" is 127.0.0.1 (guarded by mu once running)
 	paths     render.Paths
 	dnsPort   int
 	ctlPort   int
@@ -57,7 +58,21 @@ type node struct {
 	stopAgent func()
 }
 
-func (n *node) dnsAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.dnsPort)) }
+func (n *node) dnsAddr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	host := n.host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n.dnsPort))
+}
+
+func (n *node) agentEndpoint() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.agentAddr
+}
 
 // Log is what named wrote so far.
 func (n *node) Log() string {
@@ -95,7 +110,7 @@ type cluster struct {
 func (c *cluster) Pods(_ context.Context, _ *v1.BindCluster) ([]controllers.PodEndpoint, error) {
 	out := make([]controllers.PodEndpoint, 0, len(c.nodes))
 	for _, n := range c.nodes {
-		out = append(out, controllers.PodEndpoint{Pod: n.name, Primary: n.primary, Notify: n.dnsAddr(), DNSAddr: n.dnsAddr(), AgentAddr: n.agentAddr, Paths: &n.paths})
+		out = append(out, controllers.PodEndpoint{Pod: n.name, Primary: n.primary, Notify: n.dnsAddr(), DNSAddr: n.dnsAddr(), AgentAddr: n.agentEndpoint(), Paths: &n.paths})
 	}
 	return out, nil
 }
@@ -334,7 +349,9 @@ func (c *cluster) startAgent(n *node) {
 	must(c.t, err)
 	metricsLn, err := net.Listen("tcp", "127.0.0.1:0")
 	must(c.t, err)
+	n.mu.Lock()
 	n.agentAddr = apiLn.Addr().String()
+	n.mu.Unlock()
 	actx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(actx, apiLn, metricsLn) }()
