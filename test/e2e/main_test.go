@@ -33,7 +33,7 @@ func run(m *testing.M) int {
 	}
 	// The API server's warnings (e.g. about a sample) reach the test output.
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	start := time.Now()
 	var err error

@@ -214,12 +214,16 @@ func watchPodUIDs(ctx context.Context, t *testing.T, ns, cluster string) func() 
 
 type queryStats struct {
 	sent, retried, failed int
-	errors                []string
+	retries, errors       []string
 	elapsed               time.Duration
 }
 
 func (s queryStats) String() string {
-	return fmt.Sprintf("%d queries over %s, %d retried over TCP after a UDP failure, %d failed", s.sent, s.elapsed.Round(time.Millisecond), s.retried, s.failed)
+	out := fmt.Sprintf("%d queries over %s, %d retried over TCP after a UDP failure, %d failed", s.sent, s.elapsed.Round(time.Millisecond), s.retried, s.failed)
+	if len(s.retries) > 0 {
+		out += fmt.Sprintf(" (UDP failures: %s)", strings.Join(s.retries, "; "))
+	}
+	return out
 }
 
 // queryLoop asks server for zone's SOA every interval until ctx ends, at
@@ -249,6 +253,9 @@ func queryLoop(ctx context.Context, server, zone string, interval time.Duration,
 		s.sent++
 		if err := ok(localcluster.Dig(server, zone, dns.TypeSOA)); err != nil {
 			s.retried++
+			if len(s.retries) < 5 {
+				s.retries = append(s.retries, fmt.Sprintf("at %s: %v", time.Since(start).Round(time.Millisecond), err))
+			}
 			if err2 := ok(localcluster.DigTCP(server, zone, dns.TypeSOA)); err2 != nil {
 				s.failed++
 				if len(s.errors) < 10 {
