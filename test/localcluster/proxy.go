@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -222,10 +223,18 @@ const (
 )
 
 // serveUDP keeps one upstream socket per client address, so replies go back
-// to the right client; idle sessions end after udpIdle.
+// to the right client; idle sessions end after udpIdle. A session whose
+// backend is no longer a ready endpoint is dropped at the client's next
+// datagram and a new backend picked (kube-proxy likewise flushes the
+// conntrack entries of removed UDP endpoints): otherwise a client that
+// reuses a source port would keep talking to a pod that is gone.
 func (l *listener) serveUDP(conn *net.UDPConn) {
+	type session struct {
+		up      *net.UDPConn
+		backend string
+	}
 	var mu sync.Mutex
-	sessions := map[netip.AddrPort]*net.UDPConn{}
+	sessions := map[netip.AddrPort]*session{}
 	buf := make([]byte, 65535)
 	for {
 		n, src, err := conn.ReadFromUDPAddrPort(buf)
@@ -233,7 +242,7 @@ func (l *listener) serveUDP(conn *net.UDPConn) {
 			if errors.Is(err, net.ErrClosed) {
 				mu.Lock()
 				for _, s := range sessions {
-					_ = s.Close()
+					_ = s.up.Close()
 				}
 				mu.Unlock()
 				return
@@ -241,7 +250,14 @@ func (l *listener) serveUDP(conn *net.UDPConn) {
 			continue
 		}
 		mu.Lock()
-		up, ok := sessions[src]
+		sess, ok := sessions[src]
+		if ok {
+			if be := l.backends.Load(); be == nil || !slices.Contains(*be, sess.backend) {
+				_ = sess.up.Close()
+				delete(sessions, src)
+				sess, ok = nil, false
+			}
+		}
 		if !ok && len(sessions) < maxUDPSessions {
 			be, _ := l.pick()
 			if be == "" {
@@ -249,6 +265,7 @@ func (l *listener) serveUDP(conn *net.UDPConn) {
 				continue // no ready endpoint: drop, like a Service without endpoints
 			}
 			ba, err := net.ResolveUDPAddr("udp", be)
+			var up *net.UDPConn
 			if err == nil {
 				up, err = net.DialUDP("udp4", nil, ba)
 			}
@@ -256,26 +273,29 @@ func (l *listener) serveUDP(conn *net.UDPConn) {
 				mu.Unlock()
 				continue
 			}
-			sessions[src] = up
-			go func(src netip.AddrPort, up *net.UDPConn) {
+			sess = &session{up: up, backend: be}
+			sessions[src] = sess
+			go func(src netip.AddrPort, sess *session) {
 				b := make([]byte, 65535)
 				for {
-					_ = up.SetReadDeadline(time.Now().Add(udpIdle))
-					m, err := up.Read(b)
+					_ = sess.up.SetReadDeadline(time.Now().Add(udpIdle))
+					m, err := sess.up.Read(b)
 					if err != nil {
 						break
 					}
 					_, _ = conn.WriteToUDPAddrPort(b[:m], src)
 				}
 				mu.Lock()
-				delete(sessions, src)
+				if sessions[src] == sess {
+					delete(sessions, src)
+				}
 				mu.Unlock()
-				_ = up.Close()
-			}(src, up)
+				_ = sess.up.Close()
+			}(src, sess)
 		}
 		mu.Unlock()
-		if up != nil {
-			_, _ = up.Write(buf[:n])
+		if sess != nil {
+			_, _ = sess.up.Write(buf[:n])
 		}
 	}
 }
