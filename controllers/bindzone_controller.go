@@ -346,7 +346,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 	if zone.Spec.DefaultTTL != nil {
 		ttl = int32(*zone.Spec.DefaultTTL)
 	}
-	seed := render.SeedZone(t.zoneName, soa, ttl)
+	seed := render.SeedZoneWithGlue(t.zoneName, soa, ttl, mnameGlue(t.zoneName, string(soa.PrimaryNameServer), zone.Spec.Records))
 	ac, err := r.agents.get(ctx, t.cluster, prim.AgentAddr)
 	if err != nil {
 		return false, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
@@ -374,6 +374,23 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 		}
 	}
 	return res.Action == agent.ActionAdded, nil
+}
+
+// mnameGlue returns the addresses the zone declares for its SOA MNAME: the
+// seed needs them when the MNAME lies inside the zone, or BIND 9.18 refuses
+// to load it (the validating webhook makes sure they exist).
+func mnameGlue(zoneName, mname string, sets []bindv1alpha1.RecordSet) []string {
+	rel, err := records.RelativeName(zoneName, records.ZoneFQDN(mname))
+	if err != nil {
+		return nil
+	}
+	var glue []string
+	for _, set := range sets {
+		if n, err := records.RelativeName(zoneName, string(set.Name)); err == nil && n == rel && (set.Type == "A" || set.Type == "AAAA") {
+			glue = append(glue, set.Values...)
+		}
+	}
+	return glue
 }
 
 func titleCase(s string) string {

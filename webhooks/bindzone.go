@@ -71,9 +71,11 @@ func DefaultBindZoneSpec(s *v1alpha1.BindZoneSpec) {
 }
 
 func defaultSOA(soa *v1alpha1.SOASpec, zone string) {
-	if soa.PrimaryNameServer == "" {
-		soa.PrimaryNameServer = v1alpha1.DomainName(records.CanonicalZone("ns1." + records.ZoneFQDN(zone)))
-	} else {
+	// An unset MNAME stays unset: the controller names the cluster's query
+	// Service, which lies outside the zone. A default inside the zone
+	// (ns1.<zone>) would need an address record BIND 9.18 insists on before
+	// it loads the zone.
+	if soa.PrimaryNameServer != "" {
 		soa.PrimaryNameServer = v1alpha1.DomainName(records.CanonicalZone(string(soa.PrimaryNameServer)))
 	}
 	if soa.ResponsiblePerson == "" {
@@ -147,6 +149,7 @@ func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.E
 		sp := fldPath.Child("soa")
 		if soa.PrimaryNameServer != "" {
 			errs = append(errs, ValidateDomainName(string(soa.PrimaryNameServer), sp.Child("primaryNameServer"))...)
+			errs = append(errs, validateMNAMEGlue(zone, string(soa.PrimaryNameServer), s.Records, sp.Child("primaryNameServer"))...)
 		}
 		if soa.ResponsiblePerson != "" {
 			errs = append(errs, ValidateDomainName(string(soa.ResponsiblePerson), sp.Child("responsiblePerson"))...)
@@ -260,4 +263,22 @@ func zoneNameTaken(ctx context.Context, f refs, cluster, view, zoneName, selfKin
 		}
 	}
 	return nil
+}
+
+// validateMNAMEGlue: BIND 9.18 refuses to load a zone whose SOA MNAME (also
+// its seed NS) lies inside the zone without an address, so such a name must
+// come with an A or AAAA record set in spec.records.
+func validateMNAMEGlue(zone, mname string, sets []v1alpha1.RecordSet, fldPath *field.Path) field.ErrorList {
+	rel, err := records.RelativeName(zone, records.ZoneFQDN(mname))
+	if err != nil {
+		return nil // outside the zone: no address needed here
+	}
+	for _, set := range sets {
+		n, err := records.RelativeName(zone, string(set.Name))
+		if err == nil && n == rel && (set.Type == "A" || set.Type == "AAAA") && len(set.Values) > 0 {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Invalid(fldPath, mname, fmt.Sprintf(
+		"lies inside the zone, so BIND needs its address before it loads the zone: add an A or AAAA record set named %q to spec.records, name a server outside the zone, or leave it unset for the cluster's query Service", rel))}
 }

@@ -14,7 +14,8 @@ import (
 // TestSamples applies config/samples to a real local cluster with the
 // operator and its webhooks, and checks what a user would: every BIND pod of
 // the authoritative cluster becomes ready and serves the catalog zone (the
-// secondaries through a keyed transfer from the primary Service), and a
+// secondaries through a keyed transfer from the primary Service) and the
+// sample zone with its records and the sample DNSRecord, and a
 // broken object applied with kubectl is refused with the webhook's message.
 func TestSamples(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -43,6 +44,15 @@ func TestSamples(t *testing.T) {
 	servers["query Service"] = queryIP
 	for name, ip := range servers {
 		waitSOA(ctx, t, ip, "catalog.example.internal.", name)
+	}
+	// The primary zone example.com is created through the primary's agent
+	// (its in-zone MNAME ns1 loads with the glue from spec.records), reaches
+	// the secondaries as a catalog member, and serves its inline records and
+	// the sample DNSRecord everywhere.
+	for name, ip := range servers {
+		waitSOA(ctx, t, ip, "example.com.", name)
+		waitA(ctx, t, ip, "mail.example.com.", "192.0.2.25", name)
+		waitA(ctx, t, ip, "api.example.com.", "192.0.2.80", name)
 	}
 
 	// A broken object is refused by the webhook, through a real kubectl.

@@ -122,6 +122,9 @@ var badCases = []badCase{
 	{"SRV short", recs("SRV", "10 5 sip.example.com."), "spec.records[0].values[0]", "not valid SRV data"},
 	{"CAA bad flag", recs("CAA", `x issue "ca.example"`), "spec.records[0].values[0]", "not valid CAA data"},
 	{"NS trailing data", recs("NS", "ns1.example.com. extra"), "spec.records[0].values[0]", "not valid NS data"},
+	{"in-zone MNAME without an address", zone(func(s *v1alpha1.BindZoneSpec) {
+		s.SOA = &v1alpha1.SOASpec{PrimaryNameServer: "ns1.bad.example.com"}
+	}), "spec.soa.primaryNameServer", "lies inside the zone, so BIND needs its address"},
 	{"PTR trailing data", recs("PTR", "a.example. b.example."), "spec.records[0].values[0]", "not valid PTR data"},
 	{"DS short", recs("DS", "12345 13 2"), "spec.records[0].values[0]", "not valid DS data"},
 	{"TLSA words", recs("TLSA", "a b c d"), "spec.records[0].values[0]", "not valid TLSA data"},
