@@ -65,8 +65,13 @@ envtest: ## Build kube-apiserver, etcd, kube-controller-manager and kubectl from
 	hack/build-k8s-binaries.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager kubectl
 
 .PHONY: test
+# The local-cluster packages each run a machine-wide cluster (one at a time,
+# behind a lock); they run after the rest, one package after the other.
+LOCALCLUSTER_PKGS := ./test/localcluster/... ./test/e2e/...
+
 test: deps envtest verify-generated lint ## Install what is missing, then run every test.
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/localcluster -e /test/e2e)
+	$(GO) test -count=1 -p 1 $(LOCALCLUSTER_PKGS)
 
 .PHONY: bench
 bench: deps ## Run the benchmarks.

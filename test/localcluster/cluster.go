@@ -22,6 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+// defaultLockWait is how long Start waits for another local cluster on the
+// machine to stop.
+const defaultLockWait = 5 * time.Minute
+
 // Options configure a local cluster. The zero value works from a checkout
 // where `hack/build-k8s-binaries.sh bin/k8s` has run.
 type Options struct {
@@ -155,7 +159,7 @@ func (o *Options) defaults() error {
 		o.MaxGracePeriod = 5 * time.Second
 	}
 	if o.LockWait == 0 {
-		o.LockWait = 5 * time.Minute
+		o.LockWait = defaultLockWait
 	}
 	if o.Images == nil {
 		o.Images = DefaultImages(o.OperatorBinary, o.NamedPath)

@@ -70,7 +70,8 @@ func TestStartSweepsAfterCrash(t *testing.T) {
 	var work string
 	select {
 	case work = <-ready:
-	case <-time.After(90 * time.Second):
+	case <-time.After(defaultLockWait + 90*time.Second):
+		// The child may first wait for another package's cluster to stop.
 		t.Fatal("child cluster did not come up")
 	}
 	if len(Leftovers()) == 0 {
