@@ -76,6 +76,10 @@ type DNSRecordReconciler struct {
 	// Updates, when set, is shared with the other record writers (then
 	// BatchWindow and BatchSize are ignored).
 	Updates *Updates
+	// ResyncPeriod is how often an applied record checks that the primary
+	// still serves what it wrote, and restores it when not (drift). Zero
+	// means DefaultResyncPeriod; negative turns the check off.
+	ResyncPeriod time.Duration
 
 	batcher *updateBatcher
 }
@@ -135,8 +139,9 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 	}
 	status.FQDN = records.FQDN(zoneName, string(set.Name))
 	ttl := int32(ptr.Deref(set.TTL, bindv1alpha1.TTL(defaultTTL)))
-	if slices.Equal(status.AppliedValues, set.Values) && ptr.Deref(status.AppliedTTL, -1) == ttl &&
-		meta.IsStatusConditionTrue(status.Conditions, bindv1alpha1.ConditionReady) {
+	upToDate := slices.Equal(status.AppliedValues, set.Values) && ptr.Deref(status.AppliedTTL, -1) == ttl &&
+		meta.IsStatusConditionTrue(status.Conditions, bindv1alpha1.ConditionReady)
+	if upToDate && r.ResyncPeriod < 0 {
 		return ctrl.Result{}, nil
 	}
 
@@ -147,6 +152,18 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 	}
 	rrtype := dns.StringToType[string(set.Type)]
 	rrset := dnsclient.RRSet{Name: status.FQDN, Type: rrtype, TTL: uint32(ttl), Values: set.Values}
+	if upToDate {
+		// Drift check: what this record wrote must still be served. A set
+		// changed behind our back is restored; nothing else is touched.
+		if r.alreadyServed(ctx, srv, rrset) {
+			return ctrl.Result{RequeueAfter: r.resyncPeriod()}, nil
+		}
+		if err := r.batcher.Submit(ctx, srv, zoneName, dnsclient.Change{Op: dnsclient.Upsert, Set: rrset}); err != nil {
+			return r.refused(rec, status, err)
+		}
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeNormal, "Repaired", "Resync", "%s %s had drifted from what this record wrote; restored", status.FQDN, set.Type)
+		return ctrl.Result{RequeueAfter: r.resyncPeriod()}, nil
+	}
 	change := dnsclient.Change{Op: dnsclient.Create, Set: rrset}
 	switch {
 	case len(status.AppliedValues) > 0:
@@ -181,7 +198,19 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 	status.AppliedTTL = ptr.To(ttl)
 	r.clearConflict(rec, status)
 	r.setReady(rec, status, metav1.ConditionTrue, ReasonApplied, fmt.Sprintf("%s %s is served by the zone's primary", status.FQDN, set.Type))
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.resyncPeriod()}, nil
+}
+
+// resyncPeriod is the requeue delay of an applied record; 0 (no requeue)
+// when drift checks are off.
+func (r *DNSRecordReconciler) resyncPeriod() time.Duration {
+	switch {
+	case r.ResyncPeriod == 0:
+		return DefaultResyncPeriod
+	case r.ResyncPeriod < 0:
+		return 0
+	}
+	return r.ResyncPeriod
 }
 
 // alreadyServed tells whether the primary already serves exactly rrset.

@@ -240,9 +240,7 @@ func TestRejectedConfigNeverRolls(t *testing.T) {
 
 	// The schema admits any statement text; only named-checkconf (and the
 	// validating webhook, not installed here) knows this one is broken.
-	c := f.getCluster()
-	c.Spec.ExtraOptions = []string{"notify-rate fast;"}
-	must(t, k8sClient.Update(ctx, c))
+	updateLatest(t, f.key("dns"), &v1.BindCluster{}, func(c *v1.BindCluster) { c.Spec.ExtraOptions = []string{"notify-rate fast;"} })
 
 	f.eventually("ConfigValid=False with the checker's message", func() (bool, error) {
 		cond := meta.FindStatusCondition(f.getCluster().Status.Conditions, v1.ConditionConfigValid)
@@ -271,9 +269,7 @@ func TestRejectedConfigNeverRolls(t *testing.T) {
 	})
 
 	// Fixing the option rolls once more and clears the condition.
-	c = f.getCluster()
-	c.Spec.ExtraOptions = []string{"tcp-clients 200;"}
-	must(t, k8sClient.Update(ctx, c))
+	updateLatest(t, f.key("dns"), &v1.BindCluster{}, func(c *v1.BindCluster) { c.Spec.ExtraOptions = []string{"tcp-clients 200;"} })
 	f.eventually("ConfigValid=True again", func() (bool, error) {
 		return meta.IsStatusConditionTrue(f.getCluster().Status.Conditions, v1.ConditionConfigValid), nil
 	})
@@ -322,10 +318,11 @@ func TestAgentCertificateRenewalDoesNotRoll(t *testing.T) {
 	f := newFixture(t)
 	before := f.settle()
 	var secret corev1.Secret
-	must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
-	oldCert := string(secret.Data[pki.FileServerCert])
-	delete(secret.Data, pki.FileServerCert)
-	must(t, k8sClient.Update(ctx, &secret))
+	var oldCert string
+	updateLatest(t, f.key("dns-keys"), &secret, func(s *corev1.Secret) {
+		oldCert = string(s.Data[pki.FileServerCert])
+		delete(s.Data, pki.FileServerCert)
+	})
 	f.eventually("a new serving certificate", func() (bool, error) {
 		must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
 		c := string(secret.Data[pki.FileServerCert])

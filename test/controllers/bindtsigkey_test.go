@@ -89,9 +89,10 @@ func TestTSIGKeyGeneratedOnceWithTemplate(t *testing.T) {
 	// Someone else labels the Secret; we edit the template.
 	s.Labels["other-controller"] = "keep-me"
 	must(t, k8sClient.Update(ctx, s))
-	k.Spec.SecretTemplate.Annotations = map[string]string{"reflector.v1.k8s.emberstack.com/reflection-allowed": "true", "new": "y"}
-	k.Spec.SecretTemplate.Labels = nil
-	must(t, k8sClient.Update(ctx, &k))
+	updateLatest(t, f.key("external-dns"), &v1.BindTSIGKey{}, func(k *v1.BindTSIGKey) {
+		k.Spec.SecretTemplate.Annotations = map[string]string{"reflector.v1.k8s.emberstack.com/reflection-allowed": "true", "new": "y"}
+		k.Spec.SecretTemplate.Labels = nil
+	})
 	f.eventually("the template edit on the Secret", func() (bool, error) {
 		s = f.secret("external-dns-tsig")
 		_, hasOld := s.Annotations["old"]
@@ -107,9 +108,7 @@ func TestTSIGKeyGeneratedOnceWithTemplate(t *testing.T) {
 
 	// Reconciles with nothing to change leave the Secret alone.
 	rv := s.ResourceVersion
-	must(t, k8sClient.Get(ctx, f.key("external-dns"), &k))
-	k.Annotations = map[string]string{"poke": "1"}
-	must(t, k8sClient.Update(ctx, &k))
+	updateLatest(t, f.key("external-dns"), &v1.BindTSIGKey{}, func(k *v1.BindTSIGKey) { k.Annotations = map[string]string{"poke": "1"} })
 	f.settleKey("external-dns")
 	if f.secret("external-dns-tsig").ResourceVersion != rv {
 		t.Fatal("an idle reconcile updated the Secret")

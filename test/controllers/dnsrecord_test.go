@@ -114,10 +114,11 @@ func TestDNSRecordLifecycle(t *testing.T) {
 		t.Errorf("status = %+v", r.Status)
 	}
 
-	r.Spec.Values = []string{"192.0.2.82"}
 	ttl := v1.TTL(120)
-	r.Spec.TTL = &ttl
-	must(t, k8sClient.Update(ctx, r))
+	updateLatest(t, e.key("api"), r, func(r *v1.DNSRecord) {
+		r.Spec.Values = []string{"192.0.2.82"}
+		r.Spec.TTL = &ttl
+	})
 	e.waitServed("api.example.com", dns.TypeA, "192.0.2.82")
 	e.waitRecord("api", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
 
@@ -197,4 +198,27 @@ func TestDNSRecordRefusedUpdateReported(t *testing.T) {
 	// The refusal of one record does not hold back another zone's records.
 	e.create(newRecord("fine", "fine", "TXT", `"hello"`))
 	e.waitRecord("fine", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+}
+
+// Drift: data a record wrote and someone changed behind its back is
+// restored at the next resync; other names are never touched.
+func TestDNSRecordDriftRepaired(t *testing.T) {
+	e := newRecordEnv(t)
+	e.create(newRecord("drift", "drift", "A", "192.0.2.40"))
+	e.waitRecord("drift", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitServed("drift.example.com", dns.TypeA, "192.0.2.40")
+
+	c, err := dnsclient.New(e.server.DNSAddr, &e.tsig, dnsclient.Options{Timeout: 5 * time.Second})
+	must(t, err)
+	defer c.Close()
+	for _, set := range []dnsclient.RRSet{
+		{Name: "drift.example.com.", Type: dns.TypeA, TTL: 3600, Values: []string{"192.0.2.66"}},
+		{Name: "bystander.example.com.", Type: dns.TypeA, TTL: 300, Values: []string{"192.0.2.67"}},
+	} {
+		must(t, c.Update(ctx, "example.com", dnsclient.Change{Op: dnsclient.Upsert, Set: set}))
+	}
+	e.waitServed("drift.example.com", dns.TypeA, "192.0.2.40")
+	if got := e.served("bystander.example.com", dns.TypeA); !slices.Equal(got, []string{"192.0.2.67"}) {
+		t.Fatalf("data no record declared was touched: %v", got)
+	}
 }

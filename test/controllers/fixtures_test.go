@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -133,3 +134,17 @@ func must(t *testing.T, err error) {
 func ptr[T any](v T) *T { return &v }
 
 func clientInNamespace(ns string) client.InNamespace { return client.InNamespace(ns) }
+
+// updateLatest re-reads obj and applies edit until the update goes through:
+// the controllers patch status concurrently, so a plain read-modify-write
+// can meet a conflict that says nothing about the behaviour under test.
+func updateLatest[T client.Object](t *testing.T, key client.ObjectKey, obj T, edit func(T)) {
+	t.Helper()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8sClient.Get(ctx, key, obj); err != nil {
+			return err
+		}
+		edit(obj)
+		return k8sClient.Update(ctx, obj)
+	}))
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
@@ -73,7 +74,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
