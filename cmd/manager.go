@@ -68,7 +68,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.StringVar(&o.cluster.BindImage, "bind-image", controllers.DefaultBindImage, "BIND 9.18 image for clusters that set none")
 	fs.StringVar(&o.cluster.AgentImage, "agent-image", controllers.DefaultAgentImage, "agent sidecar image (this operator's image) for clusters that set none")
 	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
-	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone compares the records named serves with spec.records and repairs declared data (annotation bind.unkin.net/resync forces one at once)")
+	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
 	o.certs.BindFlags(fs)
 	zapOpts := &zap.Options{}
@@ -186,7 +186,7 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths()},
 		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()},
-		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates},
+		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, ResyncPeriod: o.zoneResync},
 		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync},
 		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient()},
 	} {
