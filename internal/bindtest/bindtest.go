@@ -176,7 +176,7 @@ func start(tb testing.TB, dir string, opts Options) (*Server, error) {
 	tb.Cleanup(s.Stop)
 	if err := s.waitReady(opts.StartTimeout); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("%w\n--- named log ---\n%s", err, tail(s.Log(), 40))
+		return nil, fmt.Errorf("%w\n--- named log ---\n%s", err, Tail(s.Log(), 40))
 	}
 	return s, nil
 }
@@ -260,12 +260,13 @@ func (s *Server) Stop() {
 			s.tb.Logf("bindtest: named pid %d did not exit within 10s", s.cmd.Process.Pid)
 		}
 		if s.tb.Failed() {
-			s.tb.Logf("--- named log (%s), last lines ---\n%s", s.DNSAddr, tail(s.Log(), 40))
+			s.tb.Logf("--- named log (%s), last lines ---\n%s", s.DNSAddr, Tail(s.Log(), 40))
 		}
 	})
 }
 
-func tail(s string, n int) string {
+// Tail returns the last n lines of a log, for failure messages.
+func Tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -318,7 +319,8 @@ ns1 IN A 127.0.0.1
 `, origin, serial)
 }
 
-// freePort returns a port that is free for both TCP and UDP on 127.0.0.1.
+// freePort returns a port free for TCP and UDP on both 127.0.0.1 and ::1,
+// so a named or an agent may listen on either loopback.
 func freePort() (int, error) {
 	for i := 0; i < 20; i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -326,14 +328,39 @@ func freePort() (int, error) {
 			return 0, err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
+		if portFree(port) {
 			return port, nil
 		}
 	}
-	return 0, errors.New("no free port for both TCP and UDP")
+	return 0, errors.New("no port free for TCP and UDP on 127.0.0.1 and ::1")
+}
+
+func portFree(port int) bool {
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return false
+		}
+		_ = l.Close()
+		u, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return false
+		}
+		_ = u.Close()
+	}
+	return true
+}
+
+// FreePort is freePort for tests that start their own servers.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	port, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return port
 }
 
 type lockedBuffer struct {

@@ -25,6 +25,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent/pki"
 	"git.unkin.net/unkin/bind-operator/agent/server"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -103,7 +104,7 @@ func startCluster(b testing.TB, tuning v1.ReplicationTuning, secondaries int) *b
 		for _, d := range []string{n.paths.ConfigDir, n.paths.KeysDir, n.paths.DataDir} {
 			must(b, os.MkdirAll(d, 0o755))
 		}
-		n.dnsPort, n.ctlPort, n.statsPort = freePort(b), freePort(b), freePort(b)
+		n.dnsPort, n.ctlPort, n.statsPort = bindtest.FreePort(b), bindtest.FreePort(b), bindtest.FreePort(b)
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
@@ -285,34 +286,6 @@ func soaServed(addr, zone string) bool {
 	m.SetQuestion(dns.Fqdn(zone), dns.TypeSOA)
 	r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr)
 	return err == nil && r.Rcode == dns.RcodeSuccess && r.Authoritative && len(r.Answer) > 0
-}
-
-func freePort(b testing.TB) int {
-	b.Helper()
-	for i := 0; i < 20; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		must(b, err)
-		port := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		ok := true
-		for _, a := range []string{"127.0.0.1", "::1"} {
-			if l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port))); err == nil {
-				_ = l.Close()
-			} else {
-				ok = false
-			}
-			if u, err := net.ListenPacket("udp", net.JoinHostPort(a, strconv.Itoa(port))); err == nil {
-				_ = u.Close()
-			} else {
-				ok = false
-			}
-		}
-		if ok {
-			return port
-		}
-	}
-	b.Fatal("no free port")
-	return 0
 }
 
 func must(b testing.TB, err error) {

@@ -36,6 +36,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent/server"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -195,7 +196,7 @@ func newCluster(t *testing.T, secondaries int) *cluster {
 		for _, d := range []string{n.paths.ConfigDir, n.paths.KeysDir, n.paths.DataDir} {
 			must(t, os.MkdirAll(d, 0o755))
 		}
-		n.dnsPort, n.ctlPort, n.statsPort = freePort(t), freePort(t), freePort(t)
+		n.dnsPort, n.ctlPort, n.statsPort = bindtest.FreePort(t), bindtest.FreePort(t), bindtest.FreePort(t)
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
@@ -228,7 +229,7 @@ func newCluster(t *testing.T, secondaries int) *cluster {
 			n.stopAgent()
 			c.stopNamed(n)
 			if t.Failed() {
-				t.Logf("--- %s named log (last lines) ---\n%s", n.name, tail(n.Log(), 30))
+				t.Logf("--- %s named log (last lines) ---\n%s", n.name, bindtest.Tail(n.Log(), 30))
 			}
 		}
 	})
@@ -309,11 +310,11 @@ func (c *cluster) startNamed(n *node) {
 		}
 		select {
 		case <-done:
-			c.t.Fatalf("%s: named exited during start-up:\n%s", n.name, tail(n.Log(), 30))
+			c.t.Fatalf("%s: named exited during start-up:\n%s", n.name, bindtest.Tail(n.Log(), 30))
 		default:
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: named not answering after 15s:\n%s", n.name, tail(n.Log(), 30))
+			c.t.Fatalf("%s: named not answering after 15s:\n%s", n.name, bindtest.Tail(n.Log(), 30))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -366,42 +367,6 @@ func (c *cluster) startAgent(n *node) {
 			}
 		})
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	for i := 0; i < 20; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		must(t, err)
-		port := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		ok := true
-		for _, a := range []string{"127.0.0.1", "::1"} {
-			if l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port))); err == nil {
-				_ = l.Close()
-			} else {
-				ok = false
-			}
-			if u, err := net.ListenPacket("udp", net.JoinHostPort(a, strconv.Itoa(port))); err == nil {
-				_ = u.Close()
-			} else {
-				ok = false
-			}
-		}
-		if ok {
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func must(t testing.TB, err error) {

@@ -16,6 +16,7 @@ import (
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/rndc"
 )
@@ -44,7 +45,7 @@ func (c *cluster) move(n *node) {
 	c.stopNamed(n)
 	var cl v1.BindCluster
 	must(c.t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, &cl))
-	port := freePort(c.t)
+	port := bindtest.FreePort(c.t)
 	n.mu.Lock()
 	n.dnsPort, n.host = port, "::1"
 	n.mu.Unlock()
@@ -126,7 +127,7 @@ func TestSecondaryAddressChangeReappliesAlsoNotify(t *testing.T) {
 	t.Logf("record change → served on the moved secondary at %s: %v", moved.dnsAddr(), time.Since(changed).Round(time.Millisecond))
 	c.waitAll("after the move", 5*time.Second, "www.moving.test", dns.TypeA, "192.0.2.2")
 	if log := moved.Log()[movedLogFrom:]; !strings.Contains(log, "received notify for zone 'moving.test'") || strings.Contains(log, "refused notify") {
-		t.Errorf("the moved secondary did not accept a NOTIFY for moving.test at its new address:\n%s", tail(log, 20))
+		t.Errorf("the moved secondary did not accept a NOTIFY for moving.test at its new address:\n%s", bindtest.Tail(log, 20))
 	}
 	zs := c.waitZone("moving", controllers.ReasonServed, 10*time.Second)
 	for _, s := range zs.Status.Secondaries {
@@ -140,6 +141,6 @@ func TestSecondaryAddressChangeReappliesAlsoNotify(t *testing.T) {
 		t.Fatalf("after the change the primary's clause is:\n%s", sz)
 	}
 	if log := c.nodes[0].Log()[primaryLogFrom:]; strings.Contains(log, oldWire) {
-		t.Errorf("the primary still talked to the old address %s after the move:\n%s", oldWire, tail(log, 20))
+		t.Errorf("the primary still talked to the old address %s after the move:\n%s", oldWire, bindtest.Tail(log, 20))
 	}
 }

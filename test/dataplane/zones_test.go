@@ -18,6 +18,7 @@ import (
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
 
 // served asks addr (UDP) for name/type and returns the rdata, sorted; nil
@@ -153,10 +154,10 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 		_ = d
 		log := n.Log()
 		if !strings.Contains(log, "received notify for zone 'example.com'") {
-			t.Errorf("%s did not log an accepted NOTIFY for example.com:\n%s", n.name, tail(log, 20))
+			t.Errorf("%s did not log an accepted NOTIFY for example.com:\n%s", n.name, bindtest.Tail(log, 20))
 		}
 		if strings.Contains(log, "refused notify") {
-			t.Errorf("%s refused a NOTIFY:\n%s", n.name, tail(log, 20))
+			t.Errorf("%s refused a NOTIFY:\n%s", n.name, bindtest.Tail(log, 20))
 		}
 	}
 	if !strings.Contains(primary.Log(), "zone example.com/IN: sending notifies") {
