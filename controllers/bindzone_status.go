@@ -1,0 +1,106 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+)
+
+// problem is a reconcile outcome that goes to the Ready condition.
+type problem struct {
+	reason  string
+	msg     string
+	requeue time.Duration
+}
+
+func (p *problem) Error() string { return p.msg }
+
+// report turns an error into the Ready condition.
+func (r *BindZoneReconciler) report(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, err error) (ctrl.Result, error) {
+	var p *problem
+	if errors.As(err, &p) {
+		setZoneCondition(zone, status, metav1.ConditionFalse, p.reason, p.msg)
+		return ctrl.Result{RequeueAfter: p.requeue}, nil
+	}
+	setZoneCondition(zone, status, metav1.ConditionFalse, ReasonAgentError, bounded(err.Error()))
+	return ctrl.Result{}, err
+}
+
+// observeSerials fills the primary's serial and each secondary's, and tells
+// whether every secondary serves the primary's serial.
+func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) bool {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	primary, err := soaSerial(qctx, t.primary().DNSAddr, t.zoneName)
+	if err != nil {
+		status.Serial = nil
+		return false
+	}
+	status.Serial = ptr.To(int64(primary))
+	all := true
+	var secs []bindv1alpha1.SecondaryZoneStatus
+	for _, s := range t.secondaries() {
+		st := bindv1alpha1.SecondaryZoneStatus{Pod: s.Pod}
+		if serial, err := soaSerial(qctx, s.DNSAddr, t.zoneName); err == nil {
+			st.Serial = ptr.To(int64(serial))
+			st.InSync = serial == primary
+		}
+		all = all && st.InSync
+		secs = append(secs, st)
+	}
+	if len(secs) > 16 {
+		secs = secs[:16]
+	}
+	status.Secondaries = secs
+	return all
+}
+
+// soaSerial asks one named for a zone's serial (unsigned, TCP).
+func soaSerial(ctx context.Context, addr, zone string) (uint32, error) {
+	c, err := dnsclient.New(addr, nil, dnsclient.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.Serial(ctx, zone)
+}
+
+func setZoneCondition(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: s, Reason: reason, Message: bounded(msg), ObservedGeneration: zone.Generation})
+}
+
+func (r *BindZoneReconciler) patchStatus(ctx context.Context, zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus) error {
+	if equality.Semantic.DeepEqual(&zone.Status, status) {
+		return nil
+	}
+	base := zone.DeepCopy()
+	zone.Status = *status
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, zone, client.MergeFrom(base)))
+}
+
+// bounded keeps a message (which may quote untrusted replies) printable and
+// short enough for a condition.
+func bounded(s string) string {
+	const max = 2048
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return s
+}

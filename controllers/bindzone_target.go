@@ -1,0 +1,144 @@
+package controllers
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/records"
+	"git.unkin.net/unkin/bind-operator/render"
+)
+
+// zoneTarget is everything one reconcile needs to reach a zone's pods.
+type zoneTarget struct {
+	cluster   *bindv1alpha1.BindCluster
+	zoneName  string // canonical
+	view      string
+	in        render.Input
+	clauses   map[render.Paths]*render.ZoneClauses
+	effective *bindv1alpha1.BindZone // updateKeyRef filled with the operator key
+	pods      []PodEndpoint          // primary first
+	srv       ZoneServer             // UPDATEs
+	xfrKey    *dnsclient.Key         // K: transfers of the zone, catalog updates
+}
+
+// clause renders the zone's runtime clause for a pod (its own paths when
+// the seam gives some).
+func (t *zoneTarget) clause(p *PodEndpoint, role render.ZoneRole, notify []string) (string, error) {
+	paths := t.in.Paths
+	if p != nil && p.Paths != nil {
+		paths = *p.Paths
+	}
+	zc, ok := t.clauses[paths]
+	if !ok {
+		in := t.in
+		in.Paths = paths
+		var err error
+		if zc, err = render.NewZoneClauses(in); err != nil {
+			return "", &problem{ReasonInvalidZone, err.Error(), time.Minute}
+		}
+		t.clauses[paths] = zc
+	}
+	if p == nil {
+		return "", nil
+	}
+	c, err := zc.Clause(t.effective, role, notify)
+	if err != nil {
+		return "", &problem{ReasonInvalidZone, err.Error(), time.Minute}
+	}
+	return c, nil
+}
+
+func (t *zoneTarget) primary() *PodEndpoint {
+	if len(t.pods) > 0 && t.pods[0].Primary {
+		return &t.pods[0]
+	}
+	return nil
+}
+
+func (t *zoneTarget) secondaries() []PodEndpoint {
+	if t.primary() != nil {
+		return t.pods[1:]
+	}
+	return t.pods
+}
+
+func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.BindZone) (*zoneTarget, error) {
+	var cluster bindv1alpha1.BindCluster
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: zone.Spec.ClusterRef.Name}, &cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &problem{ReasonClusterNotFound, fmt.Sprintf("BindCluster %q does not exist in this namespace; create it or fix spec.clusterRef", zone.Spec.ClusterRef.Name), 30 * time.Second}
+		}
+		return nil, err
+	}
+	t := &zoneTarget{cluster: &cluster, zoneName: records.CanonicalZone(string(zone.Spec.ZoneName))}
+	if zone.Spec.ViewRef != nil {
+		t.view = zone.Spec.ViewRef.Name
+	}
+	addr, port, err := r.Endpoints.Transfer(ctx, &cluster)
+	if err != nil {
+		return nil, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
+	}
+	keyObj, err := OperatorKeyRef(ctx, r.Client, &cluster, zone)
+	if err != nil {
+		return nil, &problem{ReasonInvalidZone, err.Error(), time.Minute}
+	}
+	t.effective = zone.DeepCopy()
+	t.effective.Spec.UpdateKeyRef = &bindv1alpha1.LocalObjectReference{Name: keyObj}
+
+	in, err := gatherInput(ctx, r.Client, &cluster, addr, clauseControlKey, r.Paths)
+	if err != nil {
+		return nil, &problem{ReasonInvalidZone, fmt.Sprintf("the zone's configuration inputs are incomplete: %v", err), 30 * time.Second}
+	}
+	in.PrimaryPort = port
+	in.Zones = []bindv1alpha1.BindZone{*t.effective}
+	if _, ok := in.Keys[keyObj]; !ok {
+		var k bindv1alpha1.BindTSIGKey
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: keyObj}, &k); err != nil {
+			return nil, &problem{ReasonInvalidZone, fmt.Sprintf("BindTSIGKey %q: %v", keyObj, err), 30 * time.Second}
+		}
+		m, err := keyMaterial(ctx, r.Client, &k)
+		if err != nil {
+			return nil, &problem{ReasonInvalidZone, err.Error(), 30 * time.Second}
+		}
+		in.Keys[keyObj] = m
+	}
+	t.in = in
+	t.clauses = map[render.Paths]*render.ZoneClauses{}
+	if _, err := t.clause(nil, render.ZoneRolePrimary, nil); err != nil {
+		return nil, err
+	}
+	if xfr, err := TransferKeyRef(ctx, r.Client, &cluster, zone); err == nil && xfr != "" {
+		k, err := loadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
+		if err != nil {
+			return nil, &problem{ReasonInvalidZone, err.Error(), 30 * time.Second}
+		}
+		t.xfrKey = &k
+	}
+	if t.pods, err = r.Endpoints.Pods(ctx, &cluster); err != nil {
+		return nil, err
+	}
+	if t.primary() == nil {
+		return nil, &problem{ReasonPrimaryNotReady, fmt.Sprintf("the primary pod of BindCluster %q has no address yet", cluster.Name), 10 * time.Second}
+	}
+	if t.srv, err = r.Servers.Resolve(ctx, zone); err != nil {
+		return nil, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
+	}
+	return t, nil
+}
+
+// clauseControlKey stands in for the rndc control key when building zone
+// clauses: render validates it, but no clause ever names it.
+var clauseControlKey = render.TSIGKey{Name: "bind-operator-control", Algorithm: "hmac-sha256", Secret: base64.StdEncoding.EncodeToString(make([]byte, 32))}
+
+func joinHostPort(addr string, port int32) string {
+	return net.JoinHostPort(addr, strconv.Itoa(int(port)))
+}
