@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"git.unkin.net/unkin/bind-operator/agent/pki"
 )
@@ -187,9 +189,9 @@ func (c *Client) call(ctx context.Context, path string, in, out any, limit int) 
 		e := &Error{Status: resp.StatusCode}
 		var er ErrorResponse
 		if json.Unmarshal(data, &er) == nil && er.Error != "" {
-			e.Message, e.Field = bound(er.Error), bound(er.Field)
+			e.Message, e.Field = Bound(er.Error), Bound(er.Field)
 		} else {
-			e.Message = bound(strings.TrimSpace(string(data)))
+			e.Message = Bound(strings.TrimSpace(string(data)))
 		}
 		if e.Message == "" {
 			e.Message = http.StatusText(resp.StatusCode)
@@ -202,18 +204,32 @@ func (c *Client) call(ctx context.Context, path string, in, out any, limit int) 
 	return nil
 }
 
-// bound keeps an untrusted message printable and short enough for a
-// status condition.
-func bound(s string) string {
-	const max = 1024
+// MaxMessageBytes caps a message built from untrusted text (see Bound):
+// enough for a person to act on, far below the API server's 32 KiB limit
+// for a condition message, so quoting a reply can never fail a status
+// update.
+const MaxMessageBytes = 1024
+
+// Bound keeps an untrusted message printable and short. Replies from an
+// agent or a DNS server end up quoted in errors, status conditions and
+// events that people read in a terminal: a hostile or broken peer must not
+// be able to fill them, break their lines, or slip in control or
+// bidirectional-formatting characters. Everything that is not printable
+// becomes a space; the cut falls on a character boundary and is marked
+// "...". Condition messages that may quote a reply go through it.
+func Bound(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
+		if r != ' ' && !unicode.IsPrint(r) {
 			return ' '
 		}
 		return r
 	}, s)
-	if len(s) > max {
-		s = s[:max] + "..."
+	if len(s) > MaxMessageBytes {
+		cut := MaxMessageBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
@@ -62,7 +63,7 @@ func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	if err := r.observe(ctx, &cat, status); err != nil {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-			Reason: ReasonCatalogNotServed, Message: bounded(err.Error()), ObservedGeneration: cat.Generation})
+			Reason: ReasonCatalogNotServed, Message: agent.Bound(err.Error()), ObservedGeneration: cat.Generation})
 		period = min(period, 10*time.Second)
 	} else {
 		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: metav1.ConditionTrue,

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
@@ -38,11 +39,11 @@ func (r *BindZoneReconciler) ensureCatalogMember(ctx context.Context, zone *bind
 		Name: owner, Type: dns.TypePTR, TTL: 0, Values: want,
 	}})
 	if err != nil {
-		return &problem{ReasonRecordsRefused, bounded(fmt.Sprintf("adding the zone to catalog %s failed: %v", cat, err)), 30 * time.Second}
+		return &problem{ReasonRecordsRefused, agent.Bound(fmt.Sprintf("adding the zone to catalog %s failed: %v", cat, err)), 30 * time.Second}
 	}
 	r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "CatalogMemberAdded", "Update", "zone %s added to catalog %s", t.zoneName, cat)
 	if err := notifySecondaries(ctx, t.pods, cat, key); err != nil {
-		r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "NotifyFailed", "Notify", "the secondaries did not take the catalog NOTIFY (they catch up at the SOA refresh): %v", bounded(err.Error()))
+		r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "NotifyFailed", "Notify", "the secondaries did not take the catalog NOTIFY (they catch up at the SOA refresh): %v", agent.Bound(err.Error()))
 	}
 	return nil
 }

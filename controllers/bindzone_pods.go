@@ -104,7 +104,7 @@ func agentProblem(pod string, err error) error {
 	if errors.As(err, &ae) && ae.Invalid() {
 		return &problem{ReasonInvalidZone, fmt.Sprintf("the agent of %s refused the zone: %s", pod, ae.Message), time.Minute}
 	}
-	return &problem{ReasonAgentError, bounded(fmt.Sprintf("the agent of %s: %v", pod, err)), 10 * time.Second}
+	return &problem{ReasonAgentError, agent.Bound(fmt.Sprintf("the agent of %s: %v", pod, err)), 10 * time.Second}
 }
 
 func (r *BindZoneReconciler) removeFromPods(ctx context.Context, zone *bindv1alpha1.BindZone) error {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
@@ -64,7 +65,7 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 	for i, s := range zone.Spec.Records {
 		cs, errs := records.CanonicalizeSet(t.zoneName, s, defaultTTL, field.NewPath("spec", "records").Index(i))
 		if len(errs) > 0 {
-			rejected = append(rejected, bindv1alpha1.RejectedRecordSet{Name: string(s.Name), Type: string(s.Type), Message: bounded(errs.ToAggregate().Error())})
+			rejected = append(rejected, bindv1alpha1.RejectedRecordSet{Name: string(s.Name), Type: string(s.Type), Message: agent.Bound(errs.ToAggregate().Error())})
 			continue
 		}
 		k := setKey{string(cs.Name), string(cs.Type)}
@@ -135,7 +136,7 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 				if rel, rerr := records.RelativeName(t.zoneName, name); rerr == nil {
 					name = rel
 				}
-				rejected = append(rejected, bindv1alpha1.RejectedRecordSet{Name: name, Type: typ, Rcode: rc.RcodeName(), Message: bounded(err.Error())})
+				rejected = append(rejected, bindv1alpha1.RejectedRecordSet{Name: name, Type: typ, Rcode: rc.RcodeName(), Message: agent.Bound(err.Error())})
 				if prevDigest, ok := prev[setKey{name, typ}]; ok && o.Digest == "" {
 					managed = append(managed, bindv1alpha1.ManagedRecordSet{Name: name, Type: typ, Digest: prevDigest})
 				}
@@ -148,9 +149,9 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 			// whole batch stopped, report it and retry.
 			var rc *dnsclient.RcodeError
 			if errors.As(transport, &rc) {
-				return &problem{ReasonRecordsRefused, bounded(fmt.Sprintf("the primary refused the zone's updates with %s: %v", rc.RcodeName(), transport)), 30 * time.Second}
+				return &problem{ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone's updates with %s: %v", rc.RcodeName(), transport)), 30 * time.Second}
 			}
-			return &problem{ReasonPrimaryNotReady, bounded(fmt.Sprintf("the updates did not reach the primary: %v", transport)), 10 * time.Second}
+			return &problem{ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("the updates did not reach the primary: %v", transport)), 10 * time.Second}
 		}
 		applied := len(changes) - len(rejected)
 		r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "RecordsApplied", "Update", "%d record set change(s) applied to %s", applied, t.zoneName)
@@ -190,9 +191,9 @@ func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget) (map[set
 	if err != nil {
 		var rc *dnsclient.RcodeError
 		if errors.As(err, &rc) {
-			return nil, &problem{ReasonRecordsRefused, bounded(fmt.Sprintf("the primary refused the zone transfer with %s: %v", rc.RcodeName(), err)), 30 * time.Second}
+			return nil, &problem{ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone transfer with %s: %v", rc.RcodeName(), err)), 30 * time.Second}
 		}
-		return nil, &problem{ReasonPrimaryNotReady, bounded(fmt.Sprintf("cannot transfer the zone from the primary: %v", err)), 10 * time.Second}
+		return nil, &problem{ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("cannot transfer the zone from the primary: %v", err)), 10 * time.Second}
 	}
 	out := map[setKey]servedSet{}
 	for _, rr := range rrs {

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
@@ -33,7 +33,7 @@ func (r *BindZoneReconciler) report(zone *bindv1alpha1.BindZone, status *bindv1a
 		setZoneCondition(zone, status, metav1.ConditionFalse, p.reason, p.msg)
 		return ctrl.Result{RequeueAfter: p.requeue}, nil
 	}
-	setZoneCondition(zone, status, metav1.ConditionFalse, ReasonAgentError, bounded(err.Error()))
+	setZoneCondition(zone, status, metav1.ConditionFalse, ReasonAgentError, agent.Bound(err.Error()))
 	return ctrl.Result{}, err
 }
 
@@ -77,7 +77,7 @@ func soaSerial(ctx context.Context, addr, zone string) (uint32, error) {
 }
 
 func setZoneCondition(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: s, Reason: reason, Message: bounded(msg), ObservedGeneration: zone.Generation})
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: s, Reason: reason, Message: agent.Bound(msg), ObservedGeneration: zone.Generation})
 }
 
 func (r *BindZoneReconciler) patchStatus(ctx context.Context, zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus) error {
@@ -87,20 +87,4 @@ func (r *BindZoneReconciler) patchStatus(ctx context.Context, zone *bindv1alpha1
 	base := zone.DeepCopy()
 	zone.Status = *status
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, zone, client.MergeFrom(base)))
-}
-
-// bounded keeps a message (which may quote untrusted replies) printable and
-// short enough for a condition.
-func bounded(s string) string {
-	const max = 2048
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > max {
-		s = s[:max] + "..."
-	}
-	return s
 }
