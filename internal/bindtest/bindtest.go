@@ -95,7 +95,7 @@ type Server struct {
 
 	tb      testing.TB
 	cmd     *exec.Cmd
-	log     *lockedBuffer
+	log     *LogBuffer
 	exited  chan struct{}
 	stopped sync.Once
 }
@@ -158,7 +158,7 @@ func start(tb testing.TB, dir string, opts Options) (*Server, error) {
 		ControlAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ctlPort)),
 		ControlKey:  controlKey(opts),
 		tb:          tb,
-		log:         &lockedBuffer{},
+		log:         &LogBuffer{},
 		exited:      make(chan struct{}),
 	}
 	if err := os.WriteFile(s.ConfPath, []byte(s.render(dnsPort, ctlPort, opts)), 0o644); err != nil {
@@ -174,7 +174,7 @@ func start(tb testing.TB, dir string, opts Options) (*Server, error) {
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	tb.Cleanup(s.Stop)
-	if err := s.waitReady(opts.StartTimeout); err != nil {
+	if err := WaitReady(s.DNSAddr, s.ControlAddr, s.exited, opts.StartTimeout); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("%w\n--- named log ---\n%s", err, Tail(s.Log(), 40))
 	}
@@ -222,9 +222,10 @@ func indent(s string) string {
 	return "\t" + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n\t")
 }
 
-// waitReady polls (bounded by timeout) until named answers a CH TXT query
-// and accepts TCP on the control port, or exits.
-func (s *Server) waitReady(timeout time.Duration) error {
+// WaitReady polls, bounded by timeout, until the named at dnsAddr answers
+// a CH TXT query and accepts TCP on controlAddr. A closed exited means named
+// died, which no amount of waiting fixes.
+func WaitReady(dnsAddr, controlAddr string, exited <-chan struct{}, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
 	m := new(dns.Msg)
@@ -232,12 +233,12 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	m.Question[0].Qclass = dns.ClassCHAOS
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.exited:
+		case <-exited:
 			return errors.New("named exited during start-up")
 		default:
 		}
-		if r, _, err := c.Exchange(m, s.DNSAddr); err == nil && r != nil {
-			conn, err := net.DialTimeout("tcp", s.ControlAddr, 200*time.Millisecond)
+		if r, _, err := c.Exchange(m, dnsAddr); err == nil && r != nil {
+			conn, err := net.DialTimeout("tcp", controlAddr, 200*time.Millisecond)
 			if err == nil {
 				_ = conn.Close()
 				return nil
@@ -245,7 +246,7 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("named not answering on %s / %s after %s", s.DNSAddr, s.ControlAddr, timeout)
+	return fmt.Errorf("named not answering on %s / %s after %s", dnsAddr, controlAddr, timeout)
 }
 
 // Stop kills named and waits (bounded) for it to exit. Safe to call twice.
@@ -363,12 +364,14 @@ func FreePort(tb testing.TB) int {
 	return port
 }
 
-type lockedBuffer struct {
+// LogBuffer collects a process's output for failure messages. Writers run
+// on os/exec's copying goroutines while the test reads, hence the lock.
+type LogBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LogBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// Bound the kept log: a runaway named must not eat the test's memory.
@@ -378,7 +381,8 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+// String returns what was written so far.
+func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,10 +13,12 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/utils/ptr"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/rndc"
+	"git.unkin.net/unkin/bind-operator/internal/bindcluster"
+	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
 
 const (
@@ -39,7 +42,7 @@ func (c *benchCluster) update(zone, value string) {
 	m.RemoveRRset([]dns.RR{rr})
 	m.Insert([]dns.RR{rr})
 	m.SetTsig(k.Name+".", dns.HmacSHA256, 300, time.Now().Unix())
-	r, _, err := cl.Exchange(m, c.nodes[0].dnsAddr())
+	r, _, err := cl.Exchange(m, c.Nodes[0].DNSAddr())
 	if err != nil || r.Rcode != dns.RcodeSuccess {
 		c.b.Fatalf("update %s: %v %v", zone, err, r)
 	}
@@ -63,7 +66,7 @@ func servesA(cl *dns.Client, addr, name, value string) bool {
 // new value (polled every millisecond), and how many changes some
 // secondary did not serve within window.
 func (c *benchCluster) propagation(zone string, changes int, window time.Duration) (lat [][]time.Duration, missed int) {
-	secs := c.nodes[1:]
+	secs := c.Nodes[1:]
 	lat = make([][]time.Duration, len(secs))
 	for i := 0; i < changes; i++ {
 		value := fmt.Sprintf("198.18.%d.%d", 1+i/250, i%250+1)
@@ -78,7 +81,7 @@ func (c *benchCluster) propagation(zone string, changes int, window time.Duratio
 				defer wg.Done()
 				cl := &dns.Client{Timeout: time.Second}
 				for time.Since(start) < window {
-					if servesA(cl, s.dnsAddr(), "www."+zone, value) {
+					if servesA(cl, s.DNSAddr(), "www."+zone, value) {
 						d := time.Since(start)
 						mu.Lock()
 						lat[j] = append(lat[j], d)
@@ -113,10 +116,8 @@ func pct(d []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 // notifyLog counts accepted and refused NOTIFYs for zone in a node's log.
-func notifyLog(n *benchNode, zone string) (accepted, refused int) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	s := n.log.String()
+func notifyLog(n *bindcluster.Node, zone string) (accepted, refused int) {
+	s := n.Log()
 	return strings.Count(s, "received notify for zone '"+zone+"'"), strings.Count(s, "refused notify")
 }
 
@@ -126,7 +127,7 @@ func notifyLog(n *benchNode, zone string) (accepted, refused int) {
 // `workers` concurrent callers. It returns the elapsed time.
 func zonesThroughAgent(b *testing.B, batch bool, workers int) time.Duration {
 	c := startCluster(b, v1.ReplicationTuning{}, 0)
-	p := c.nodes[0]
+	p := c.Nodes[0]
 	reqs := make([]agent.EnsureZoneRequest, zonesCreated)
 	for i := range reqs {
 		reqs[i] = c.ensureRequest(p, c.zone(fmt.Sprintf("z%d.bench", i)), nil)
@@ -135,7 +136,7 @@ func zonesThroughAgent(b *testing.B, batch bool, workers int) time.Duration {
 	defer cancel()
 	start := time.Now()
 	if batch {
-		res, err := p.agent.EnsureZones(ctx, reqs)
+		res, err := p.Agent().EnsureZones(ctx, reqs)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func zonesThroughAgent(b *testing.B, batch bool, workers int) time.Duration {
 			go func() {
 				defer wg.Done()
 				for r := range work {
-					if res, err := p.agent.EnsureZone(ctx, r); err != nil || res.Action != agent.ActionAdded {
+					if res, err := p.Agent().EnsureZone(ctx, r); err != nil || res.Action != agent.ActionAdded {
 						errs <- fmt.Errorf("zone %s: %v %+v", r.Zone, err, res)
 						return
 					}
@@ -177,8 +178,8 @@ func zonesThroughAgent(b *testing.B, batch bool, workers int) time.Duration {
 		}
 	}
 	d := time.Since(start)
-	if !soaServed(p.dnsAddr(), fmt.Sprintf("z%d.bench", zonesCreated-1)) {
-		b.Fatalf("the last zone is not served:\n%s", p.logTail())
+	if !soaServed(p.DNSAddr(), fmt.Sprintf("z%d.bench", zonesCreated-1)) {
+		b.Fatalf("the last zone is not served:\n%s", bindtest.Tail(p.Log(), 30))
 	}
 	return d
 }
@@ -188,29 +189,27 @@ func zonesThroughAgent(b *testing.B, batch bool, workers int) time.Duration {
 // over one control-channel session: write the seed file, addzone.
 func zonesThroughRndc(b *testing.B) time.Duration {
 	c := startCluster(b, v1.ReplicationTuning{}, 0)
-	p := c.nodes[0]
+	p := c.Nodes[0]
 	reqs := make([]agent.EnsureZoneRequest, zonesCreated)
 	for i := range reqs {
 		reqs[i] = c.ensureRequest(p, c.zone(fmt.Sprintf("z%d.bench", i)), nil)
 	}
-	must(b, os.MkdirAll(filepath.Dir(p.paths.PrimaryZoneFile("", reqs[0].Zone)), 0o755))
-	key, err := rndc.NewKey(c.ctlKey.Name, c.ctlKey.Algorithm, c.ctlKey.Secret)
-	must(b, err)
+	must(b, os.MkdirAll(filepath.Dir(p.Paths.PrimaryZoneFile("", reqs[0].Zone)), 0o755))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	s, err := rndc.Dial(ctx, fmt.Sprintf("127.0.0.1:%d", p.ctlPort), key)
+	s, err := c.Rndc(ctx, p)
 	must(b, err)
 	defer s.Close()
 	for _, r := range reqs {
-		must(b, os.WriteFile(p.paths.PrimaryZoneFile("", r.Zone), []byte(r.Seed), 0o644))
+		must(b, os.WriteFile(p.Paths.PrimaryZoneFile("", r.Zone), []byte(r.Seed), 0o644))
 		if _, err := s.Command(ctx, "addzone "+r.Zone+" "+r.Clause); err != nil {
 			b.Fatalf("addzone %s: %v", r.Zone, err)
 		}
 	}
 	d := time.Since(start)
-	if !soaServed(p.dnsAddr(), fmt.Sprintf("z%d.bench", zonesCreated-1)) {
-		b.Fatalf("the last zone is not served:\n%s", p.logTail())
+	if !soaServed(p.DNSAddr(), fmt.Sprintf("z%d.bench", zonesCreated-1)) {
+		b.Fatalf("the last zone is not served:\n%s", bindtest.Tail(p.Log(), 30))
 	}
 	return d
 }
@@ -232,7 +231,7 @@ func BenchmarkReplication(b *testing.B) {
 			b.Fatalf("%d of %d changes were not served on every secondary within 10 s", missed, tunedChanges)
 		}
 		var accepted, refused []int
-		for _, s := range tuned.nodes[1:] {
+		for _, s := range tuned.Nodes[1:] {
 			a, r := notifyLog(s, "lat.bench")
 			accepted, refused = append(accepted, a), append(refused, r)
 		}
@@ -244,7 +243,7 @@ func BenchmarkReplication(b *testing.B) {
 		_, offMissed := off.propagation("off.bench", 1, notifyOffWait)
 
 		// BIND's defaults for the same four knobs.
-		def := startCluster(b, v1.ReplicationTuning{NotifyDelay: ptr(int32(5)), NotifyRate: ptr(int32(20)), StartupNotifyRate: ptr(int32(20)), SerialQueryRate: ptr(int32(20))}, 2)
+		def := startCluster(b, v1.ReplicationTuning{NotifyDelay: ptr.To(int32(5)), NotifyRate: ptr.To(int32(20)), StartupNotifyRate: ptr.To(int32(20)), SerialQueryRate: ptr.To(int32(20))}, 2)
 		def.addZone(def.zone("def.bench"), true)
 		defLat, defMissed := def.propagation("def.bench", defaultChanges, 30*time.Second)
 		if defMissed > 0 {
@@ -306,13 +305,13 @@ func msList(d []time.Duration) []int64 {
 }
 
 func bindVersion() string {
-	out, err := execOutput("named", "-v")
+	out, err := exec.Command("named", "-v").Output()
 	if err != nil {
 		return "?"
 	}
-	f := strings.Fields(out)
+	f := strings.Fields(string(out))
 	if len(f) >= 2 {
 		return f[1]
 	}
-	return strings.TrimSpace(out)
+	return strings.TrimSpace(string(out))
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -91,9 +92,9 @@ func (c *cluster) key(name string) dnsclient.Key {
 func (c *cluster) waitAll(what string, timeout time.Duration, name string, typ uint16, want ...string) {
 	c.t.Helper()
 	slices.Sort(want)
-	for _, n := range c.nodes {
-		eventually(c.t, fmt.Sprintf("%s: %s serves %s %s = %v", what, n.name, name, dns.TypeToString[typ], want), timeout, func() bool {
-			return slices.Equal(served(n.dnsAddr(), name, typ), want)
+	for _, n := range c.Nodes {
+		eventually(c.t, fmt.Sprintf("%s: %s serves %s %s = %v", what, n.Name, name, dns.TypeToString[typ], want), timeout, func() bool {
+			return slices.Equal(served(n.DNSAddr(), name, typ), want)
 		})
 	}
 }
@@ -109,9 +110,9 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 			{Name: "txt", Type: "TXT", Values: []string{`"hello"`}},
 		},
 	}})
-	primary := c.nodes[0]
+	primary := c.Nodes[0]
 	eventually(t, "the primary to serve www", 20*time.Second, func() bool {
-		return slices.Equal(served(primary.dnsAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.1"})
+		return slices.Equal(served(primary.DNSAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.1"})
 	})
 	t.Logf("zone create → served on the primary: %v", time.Since(start))
 	z := c.waitZone("example-com", controllers.ReasonServed, 20*time.Second)
@@ -126,7 +127,7 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 		}
 	}
 	// The seed SOA timers and an MNAME outside the zone.
-	soa := served(primary.dnsAddr(), "example.com", dns.TypeSOA)
+	soa := served(primary.DNSAddr(), "example.com", dns.TypeSOA)
 	if len(soa) != 1 || !strings.Contains(soa[0], "dns."+c.ns+".svc.cluster.local. ") || !strings.HasSuffix(soa[0], " 300 60 1209600 60") {
 		t.Errorf("seed SOA = %v", soa)
 	}
@@ -146,18 +147,18 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 	z.Spec.Records[0].Values = []string{"192.0.2.2"}
 	changed := time.Now()
 	must(t, k8s.Update(ctx, z))
-	for _, n := range c.nodes[1:] {
-		d := eventually(t, n.name+" to serve the change", 5*time.Second, func() bool {
-			return slices.Equal(served(n.dnsAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.2"})
+	for _, n := range c.Nodes[1:] {
+		d := eventually(t, n.Name+" to serve the change", 5*time.Second, func() bool {
+			return slices.Equal(served(n.DNSAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.2"})
 		})
-		t.Logf("record change → served on %s: %v (after the spec update)", n.name, time.Since(changed).Round(time.Millisecond))
+		t.Logf("record change → served on %s: %v (after the spec update)", n.Name, time.Since(changed).Round(time.Millisecond))
 		_ = d
 		log := n.Log()
 		if !strings.Contains(log, "received notify for zone 'example.com'") {
-			t.Errorf("%s did not log an accepted NOTIFY for example.com:\n%s", n.name, bindtest.Tail(log, 20))
+			t.Errorf("%s did not log an accepted NOTIFY for example.com:\n%s", n.Name, bindtest.Tail(log, 20))
 		}
 		if strings.Contains(log, "refused notify") {
-			t.Errorf("%s refused a NOTIFY:\n%s", n.name, bindtest.Tail(log, 20))
+			t.Errorf("%s refused a NOTIFY:\n%s", n.Name, bindtest.Tail(log, 20))
 		}
 	}
 	if !strings.Contains(primary.Log(), "zone example.com/IN: sending notifies") {
@@ -166,7 +167,7 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 
 	// Drift: someone changes a declared set and adds their own; a resync
 	// restores the declared one and leaves theirs alone.
-	upd, err := dnsclient.New(fmt.Sprintf("[::1]:%d", primary.dnsPort), ptr(c.key("transfer")), dnsclient.Options{Timeout: 5 * time.Second})
+	upd, err := dnsclient.New(fmt.Sprintf("[::1]:%d", primary.DNSPort()), ptr.To(c.key("transfer")), dnsclient.Options{Timeout: 5 * time.Second})
 	must(t, err)
 	defer upd.Close()
 	must(t, upd.Update(ctx, "example.com",
@@ -189,9 +190,9 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 
 	// Delete: gone everywhere, catalog empty.
 	must(t, k8s.Delete(ctx, z))
-	for _, n := range c.nodes {
-		eventually(t, n.name+" to stop serving example.com", 10*time.Second, func() bool {
-			_, ok := soaRcode(n.dnsAddr(), "example.com")
+	for _, n := range c.Nodes {
+		eventually(t, n.Name+" to stop serving example.com", 10*time.Second, func() bool {
+			_, ok := soaRcode(n.DNSAddr(), "example.com")
 			return !ok
 		})
 	}
@@ -220,13 +221,12 @@ func TestZoneOutsideCatalogAndRestartKeepsDNSRecord(t *testing.T) {
 	// (agent), and follow the DNSRecord's UPDATE through signed NOTIFY.
 	c.waitAll("DNSRecord", 10*time.Second, "api.plain.test", dns.TypeA, "192.0.2.80")
 
-	primary := c.nodes[0]
-	c.stopNamed(primary)
-	c.startNamed(primary)
-	if got := served(primary.dnsAddr(), "api.plain.test", dns.TypeA); !slices.Equal(got, []string{"192.0.2.80"}) {
+	primary := c.Nodes[0]
+	c.Restart(primary)
+	if got := served(primary.DNSAddr(), "api.plain.test", dns.TypeA); !slices.Equal(got, []string{"192.0.2.80"}) {
 		t.Fatalf("after a named restart (SIGKILL), the primary serves api A %v, want the DNSRecord's 192.0.2.80", got)
 	}
-	if got := served(primary.dnsAddr(), "plain.test", dns.TypeMX); !slices.Equal(got, []string{"10 mail.example.net."}) {
+	if got := served(primary.DNSAddr(), "plain.test", dns.TypeMX); !slices.Equal(got, []string{"10 mail.example.net."}) {
 		t.Fatalf("after a restart the primary serves MX %v", got)
 	}
 }
