@@ -170,6 +170,11 @@ func (a *Agent) record(ops []ensureOp, results []agent.EnsureZoneResult) error {
 			if r.Action == "" {
 				continue
 			}
+			// Changes to named's zones are rare and worth an audit line;
+			// the unchanged answers of every resync are not.
+			if r.Action != agent.ActionUnchanged {
+				a.log.Info("zone "+string(r.Action), "view", op.ref.View, "zone", op.ref.Zone, "type", op.clause.Type, "seedWritten", r.SeedWritten)
+			}
 			old, had := m[op.ref]
 			z := zoneState{View: op.ref.View, Zone: op.ref.Zone, Type: op.clause.Type, Seeded: old.Seeded || r.SeedWritten, Loaded: old.Loaded}
 			if r.Action == agent.ActionAdded && z.Type == "primary" {
@@ -242,6 +247,7 @@ func (a *Agent) deleteZone(ctx context.Context, ref agent.ZoneRef) (agent.Delete
 	if err != nil {
 		return res, err
 	}
+	a.log.Info("zone "+string(res.Action), "view", ref.View, "zone", ref.Zone)
 	err = a.store.update(func(m map[agent.ZoneRef]zoneState) []agent.ZoneRef {
 		if _, had := m[ref]; !had {
 			return nil
