@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
+)
+
+// TestRecordChangeReachesSecondariesThroughSignedNotify (issue 6 b): a
+// DNSRecord change is served by every secondary long before the seed SOA's
+// refresh could have fetched it, and each secondary's named logged the
+// primary's NOTIFY as received, signed with the transfer key, and refused
+// none. The NOTIFY leaves from the primary's pod IP while the secondaries
+// transfer from the primary Service, so an unsigned NOTIFY would be refused
+// as "non-primary": accepting it is exactly what DESIGN §3.4 promises.
+func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ns := newNamespace(ctx, t, "e2e-notify")
+	a := authoritative{Namespace: ns, Name: "notify", Replicas: 3, Catalog: "catalog.notify.internal"}
+	a.create(ctx, t)
+	const zone = "notify.e2e.example"
+	must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
+	must(t, env.Client.Create(ctx, &v1.BindZone{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "zone"},
+		Spec: v1.BindZoneSpec{
+			ClusterRef:     v1.LocalObjectReference{Name: a.Name},
+			ZoneName:       zone,
+			Type:           v1.ZonePrimary,
+			CatalogZoneRef: &v1.LocalObjectReference{Name: a.Name + "-catalog"},
+			UpdateKeyRef:   &v1.LocalObjectReference{Name: "updates"},
+			SOA:            &v1.SOASpec{PrimaryNameServer: "ns1.example.net", ResponsiblePerson: "hostmaster.example.net"},
+			Records:        []v1.RecordSet{{Name: "@", Type: "NS", Values: []string{"ns1.example.net."}}},
+		},
+	}))
+	rec := &v1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "zone"}, Name: "app", Type: "A",
+			TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.1"}},
+	}
+	must(t, env.Client.Create(ctx, rec))
+	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
+
+	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
+	ips := podIPs(ctx, t, ns, a.Name, a.Replicas)
+	for i, ip := range ips {
+		waitA(ctx, t, ip, "app."+zone, "192.0.2.1", fmt.Sprintf("%s-%d", a.Name, i))
+	}
+	// Only what the secondaries log from here on counts.
+	logStart := make([]int, a.Replicas)
+	for i := 1; i < int(a.Replicas); i++ {
+		l, err := env.Cluster.Logs(ns, fmt.Sprintf("%s-%d", a.Name, i), "named")
+		must(t, err)
+		logStart[i] = len(l)
+	}
+
+	start := time.Now()
+	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec))
+	rec.Spec.Values = []string{"192.0.2.2"}
+	must(t, env.Client.Update(ctx, rec))
+	var slowest time.Duration
+	for i := 1; i < int(a.Replicas); i++ {
+		waitA(ctx, t, ips[i], "app."+zone, "192.0.2.2", fmt.Sprintf("%s-%d", a.Name, i))
+		slowest = time.Since(start)
+	}
+	t.Logf("the change was served by every secondary %s after the update (SOA refresh: %d s)", slowest.Round(time.Millisecond), render.SeedRefresh)
+	if refresh := time.Duration(render.SeedRefresh) * time.Second; slowest >= refresh/2 {
+		t.Errorf("the secondaries took %s, as slow as the SOA refresh fallback (%s): NOTIFY did not work", slowest, refresh)
+	}
+
+	// named logs "client @0x… <ip>#<port>/key <K>: received notify for
+	// zone '<zone>'" for an accepted NOTIFY and "refused notify from
+	// non-primary" for one it throws away.
+	transferKey := a.transferKey()
+	for i := 1; i < int(a.Replicas); i++ {
+		pod := fmt.Sprintf("%s-%d", a.Name, i)
+		l, err := env.Cluster.Logs(ns, pod, "named")
+		must(t, err)
+		fresh := l[logStart[i]:]
+		var accepted []string
+		for _, line := range strings.Split(fresh, "\n") {
+			if strings.Contains(line, "received notify for zone '"+zone+"'") {
+				accepted = append(accepted, line)
+			}
+			if strings.Contains(line, "refused notify") {
+				t.Errorf("%s refused a NOTIFY: %s", pod, line)
+			}
+		}
+		if len(accepted) == 0 {
+			t.Errorf("%s logged no accepted NOTIFY for %s after the change:\n%s", pod, zone, tail(fresh, 4000))
+			continue
+		}
+		if !strings.Contains(accepted[0], ips[0]+"#") || !strings.Contains(accepted[0], transferKey) {
+			t.Errorf("%s: the NOTIFY did not come from the primary pod %s signed with %q: %s", pod, ips[0], transferKey, accepted[0])
+		}
+		t.Logf("%s: %s", pod, strings.TrimSpace(accepted[0]))
+	}
+}
+
+// dumpOnFailure logs what a failed test needs to see: the zones' and the
+// records' status and every pod's named and agent log tail.
+func dumpOnFailure(t *testing.T, ns, cluster string, replicas int32) {
+	if !t.Failed() {
+		return
+	}
+	ctx := context.Background()
+	var zones v1.BindZoneList
+	if env.Client.List(ctx, &zones, client.InNamespace(ns)) == nil {
+		for _, z := range zones.Items {
+			t.Logf("BindZone %s status: %+v", z.Name, z.Status)
+		}
+	}
+	var recs v1.DNSRecordList
+	if env.Client.List(ctx, &recs, client.InNamespace(ns)) == nil {
+		for i, r := range recs.Items {
+			if i == 20 {
+				t.Logf("… %d more DNSRecords", len(recs.Items)-i)
+				break
+			}
+			t.Logf("DNSRecord %s status: %+v", r.Name, r.Status)
+		}
+	}
+	for i := range replicas {
+		for _, c := range []string{"named", "agent"} {
+			if l, err := env.Cluster.Logs(ns, fmt.Sprintf("%s-%d", cluster, i), c); err == nil {
+				t.Logf("%s-%d %s log (tail):\n%s", cluster, i, c, tail(l, 6000))
+			}
+		}
+	}
+}
