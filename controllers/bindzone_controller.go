@@ -74,6 +74,9 @@ type BindZoneReconciler struct {
 	Endpoints PodEndpoints
 	// Updates is the shared UPDATE batcher; nil creates one.
 	Updates *Updates
+	// Zones coalesces zone ensures per pod; nil creates one that stops
+	// with the manager.
+	Zones *ZoneBatcher
 	// Paths are the pods' mount points (render.DefaultPaths when zero).
 	Paths render.Paths
 	// ResyncPeriod bounds how stale a drift check may be; zero means
@@ -198,6 +201,12 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Updates == nil {
 		r.Updates = NewUpdates(0, 0)
 	}
+	if r.Zones == nil {
+		r.Zones = NewZoneBatcher(ZoneBatchOptions{})
+		if err := mgr.Add(closeOnStop{r.Zones}); err != nil {
+			return err
+		}
+	}
 	if r.Paths == (render.Paths{}) {
 		r.Paths = render.DefaultPaths()
 	}
@@ -250,3 +259,16 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("bindzone").
 		Complete(r)
 }
+
+// closeOnStop closes a ZoneBatcher when the manager stops, so no sender
+// goroutine outlives it. It runs on every replica, leader or not: a
+// batcher has nothing to do until a reconcile uses it.
+type closeOnStop struct{ b *ZoneBatcher }
+
+func (c closeOnStop) Start(ctx context.Context) error {
+	<-ctx.Done()
+	c.b.Close()
+	return nil
+}
+
+func (closeOnStop) NeedLeaderElection() bool { return false }

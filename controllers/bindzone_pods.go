@@ -48,7 +48,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 	if err != nil {
 		return false, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
-	res, err := ac.EnsureZone(ctx, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: clause, Seed: seed})
+	res, err := r.Zones.Ensure(ctx, agentKey(t.cluster, prim.AgentAddr), ac, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: clause, Seed: seed})
 	if err != nil {
 		return false, agentProblem(prim.Pod, err)
 	}
@@ -65,7 +65,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 			if err != nil {
 				return false, &problem{ReasonAgentError, err.Error(), 10 * time.Second}
 			}
-			if _, err := sc.EnsureZone(ctx, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: sclause}); err != nil {
+			if _, err := r.Zones.Ensure(ctx, agentKey(t.cluster, s.AgentAddr), sc, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: sclause}); err != nil {
 				return false, agentProblem(s.Pod, err)
 			}
 		}
