@@ -30,15 +30,16 @@ type Options struct {
 	DefaultAgentImage string
 	// Rules replace the policy rules for option statements. Nil: PodIPRules.
 	Rules []Rule
-	// Reader reads referenced objects, Pods and Nodes. Nil: the manager's
-	// API reader (uncached, so admission sees objects created a moment ago).
+	// Reader reads referenced objects, Pods and Nodes. Nil: this API
+	// group's objects from the manager's cache with the API server as
+	// fallback, everything else from the API server (see cacheFirst).
 	Reader client.Reader
 }
 
 // SetupWithManager registers the defaulting and validating webhooks of all
 // nine kinds on mgr's webhook server.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	ws, err := newWebhooks(mgr.GetAPIReader(), opts)
+	ws, err := newWebhooks(cacheFirst{cache: mgr.GetCache(), api: mgr.GetAPIReader(), scheme: mgr.GetScheme()}, opts)
 	if err != nil {
 		return err
 	}
