@@ -4,6 +4,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// DNSRecordFinalizer holds a DNSRecord until its data is removed from the
+// zone. The mutating webhook sets it on create; the controller sets it on
+// objects that were admitted without the webhook.
+const DNSRecordFinalizer = "bind.unkin.net/dnsrecord"
+
 // DNSRecordSpec is one record set applied to a zone's primary with a
 // TSIG-signed RFC 2136 UPDATE.
 // +kubebuilder:validation:XValidation:rule="self.type != 'CNAME' || size(self.values) == 1",message="a CNAME record set holds exactly one value; a name can alias only one target."

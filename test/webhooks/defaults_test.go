@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -213,4 +214,32 @@ func TestImmutableOnUpdate(t *testing.T) {
 	}
 	r.Spec.Name = "other"
 	expectInvalid(t, k8sClient.Update(ctx, &r), "spec.name", "immutable")
+}
+
+// TestDNSRecordFinalizerAtCreate: a DNSRecord is admitted with the
+// controller's finalizer (saving the controller a write per record), and an
+// update never puts it back once the controller has removed it, or a
+// deleted record would be held forever.
+func TestDNSRecordFinalizerAtCreate(t *testing.T) {
+	fixtures(t)
+	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("finalized"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: ref("example"), Name: "finalized", Type: "A", Values: []string{"192.0.2.8"}}}
+	if err := k8sClient.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rec.Finalizers, []string{v1alpha1.DNSRecordFinalizer}) {
+		t.Fatalf("created DNSRecord has finalizers %v, want [%s]", rec.Finalizers, v1alpha1.DNSRecordFinalizer)
+	}
+	rec.Finalizers = nil
+	if err := k8sClient.Update(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Finalizers) != 0 {
+		t.Errorf("an update put the finalizer back: %v", rec.Finalizers)
+	}
+	if err := k8sClient.Delete(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rec), rec); err == nil {
+		t.Errorf("the DNSRecord without finalizer was not deleted at once: %v", rec.Finalizers)
+	}
 }
