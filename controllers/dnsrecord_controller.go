@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -34,7 +35,7 @@ import (
 
 // recordFinalizer removes a DNSRecord's data from its zone before the
 // object goes away.
-const recordFinalizer = "bind.unkin.net/dnsrecord"
+const recordFinalizer = bindv1alpha1.DNSRecordFinalizer
 
 // Condition reasons of a DNSRecord.
 const (
@@ -289,6 +290,7 @@ func (r *DNSRecordReconciler) finalize(ctx context.Context, rec *bindv1alpha1.DN
 	}
 	if err := r.deleteData(ctx, rec); err != nil {
 		if time.Since(rec.DeletionTimestamp.Time) < deleteGiveUp {
+			logf.FromContext(ctx).Info("removing the record from its zone failed; retrying", "fqdn", rec.Status.FQDN, "type", rec.Spec.Type, "err", err.Error())
 			return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 		}
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", rec.Status.FQDN, rec.Spec.Type, deleteGiveUp, err)
@@ -394,9 +396,23 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	rivals := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return enqueue(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexRecordClaim: claimKey(o.(*bindv1alpha1.DNSRecord))})
 	})
+	// A record's own status writes are not a reason to look at it again
+	// (each was one more DNS query per record); the spec, the resync
+	// annotation and deletion are.
+	recordChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectNew.GetDeletionTimestamp() != nil }})
+	// A zone's status moves with every serial its records' UPDATEs make;
+	// re-reconciling all of its records each time grew as records². What
+	// records depend on is the zone's spec and whether it is ready to
+	// take updates (records that met an unready zone wait for that).
+	zoneChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*bindv1alpha1.BindZone), e.ObjectNew.(*bindv1alpha1.BindZone)
+		return o.Generation != n.Generation || n.DeletionTimestamp != nil ||
+			meta.IsStatusConditionTrue(o.Status.Conditions, bindv1alpha1.ConditionReady) != meta.IsStatusConditionTrue(n.Status.Conditions, bindv1alpha1.ConditionReady)
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&bindv1alpha1.DNSRecord{}).
-		Watches(&bindv1alpha1.BindZone{}, recordsOfZone).
+		For(&bindv1alpha1.DNSRecord{}, builder.WithPredicates(recordChanged)).
+		Watches(&bindv1alpha1.BindZone{}, recordsOfZone, builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.DNSRecord{}, rivals, builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectNew.GetDeletionTimestamp() != nil },
