@@ -1,0 +1,398 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
+)
+
+// Sizes of the in-cluster benchmark (issue 6 i).
+const (
+	benchChanges = 50
+	benchRecords = 10000
+	benchBatch   = 500 // records per raw UPDATE: DESIGN §8's optimum
+)
+
+// TestInClusterBench (issue 6 i) measures the operator in the local cluster
+// beside raw BIND in the same run, on one 3-replica BindCluster:
+//
+//   - update → served on every secondary over benchChanges changes: a
+//     signed UPDATE sent straight to the primary pod (raw BIND) against a
+//     DNSRecord edit through the API server, its webhooks and the
+//     operator;
+//   - benchRecords records: sent straight to the primary in batches of
+//     benchBatch (raw BIND) against as many DNSRecord objects created
+//     through the API server, until all are served by the primary and
+//     every secondary serves the primary's final serial.
+//
+// It prints a table and asserts only what must hold whatever the machine's
+// speed: every change and every record is served everywhere.
+// `make bench` runs it too.
+func TestInClusterBench(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	ns := newNamespace(ctx, t, "e2e-bench")
+	a := authoritative{Namespace: ns, Name: "bench", Replicas: 3, Catalog: "catalog.bench.internal"}
+	a.create(ctx, t)
+	must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
+	const opZone, rawZone = "op.bench.e2e.example", "raw.bench.e2e.example"
+	for name, z := range map[string]string{"op": opZone, "raw": rawZone} {
+		must(t, env.Client.Create(ctx, &v1.BindZone{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1.BindZoneSpec{
+				ClusterRef:     v1.LocalObjectReference{Name: a.Name},
+				ZoneName:       v1.DomainName(z),
+				Type:           v1.ZonePrimary,
+				CatalogZoneRef: &v1.LocalObjectReference{Name: a.Name + "-catalog"},
+				UpdateKeyRef:   &v1.LocalObjectReference{Name: "updates"},
+				SOA:            &v1.SOASpec{PrimaryNameServer: "ns1.example.net", ResponsiblePerson: "hostmaster.example.net"},
+				Records:        []v1.RecordSet{{Name: "@", Type: "NS", Values: []string{"ns1.example.net."}}},
+			},
+		}))
+	}
+	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
+	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
+	ips := podIPs(ctx, t, ns, a.Name, a.Replicas)
+	for i, ip := range ips {
+		waitSOA(ctx, t, ip, opZone, fmt.Sprintf("%s-%d", a.Name, i))
+		waitSOA(ctx, t, ip, rawZone, fmt.Sprintf("%s-%d", a.Name, i))
+	}
+	updates := readTSIGKey(ctx, t, ns, "updates")
+	transfer := readTSIGKey(ctx, t, ns, a.transferKey())
+	// Objects go in as fast as the API server takes them: the operator
+	// under test, not client-side throttling, must be the limit.
+	cfg := env.Cluster.Config()
+	cfg.QPS = -1
+	c, err := client.New(cfg, client.Options{Scheme: envtestutil.Scheme()})
+	must(t, err)
+
+	var rows []benchRow
+	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, func(i int, value string) {
+		rr, err := dns.NewRR(fmt.Sprintf("lat.%s. 60 IN A %s", rawZone, value))
+		must(t, err)
+		m := new(dns.Msg)
+		m.SetUpdate(dns.Fqdn(rawZone))
+		m.RemoveRRset([]dns.RR{rr})
+		m.Insert([]dns.RR{rr})
+		r, err := exchangeSigned("tcp", ips[0], m, updates)
+		if err != nil || r.Rcode != dns.RcodeSuccess {
+			t.Fatalf("raw UPDATE %d: err=%v reply=%v", i, err, r)
+		}
+	})
+	lat := &v1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lat"},
+		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "op"}, Name: "lat", Type: "A",
+			TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.250"}},
+	}
+	must(t, c.Create(ctx, lat))
+	waitA(ctx, t, ips[0], "lat."+opZone, "192.0.2.250", "primary")
+	opLat := benchLatency(ctx, t, ips, "lat."+opZone, func(i int, value string) {
+		// A patch, as kubectl apply sends: the operator's status writes
+		// keep moving the resourceVersion.
+		patch := client.MergeFrom(lat.DeepCopy())
+		lat.Spec.Values = []string{value}
+		if err := c.Patch(ctx, lat, patch); err != nil {
+			t.Fatalf("DNSRecord edit %d: %v", i, err)
+		}
+	})
+	rows = append(rows,
+		benchRow{"raw: signed UPDATE to the primary pod", fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), rawLat.summary(), "baseline"},
+		benchRow{"operator: DNSRecord edit via the API server", fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), opLat.summary(),
+			fmt.Sprintf("p50 +%s", (opLat.p(50) - rawLat.p(50)).Round(100*time.Microsecond))},
+		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
+	)
+
+	rawBulk := benchRawBulk(ctx, t, ips, rawZone, updates, transfer)
+	opBulk := benchOperatorBulk(ctx, t, c, ns, ips, opZone, transfer)
+	rate := func(d time.Duration) float64 { return benchRecords / d.Seconds() }
+	rows = append(rows,
+		benchRow{fmt.Sprintf("raw: %d signed UPDATEs of %d to the primary pod", benchRecords/benchBatch, benchBatch), fmt.Sprintf("%d records served by the primary", benchRecords),
+			fmt.Sprintf("%s (%.0f rec/s)", rawBulk.primary.Round(time.Millisecond), rate(rawBulk.primary)), "baseline"},
+		benchRow{"", "… and by every secondary", rawBulk.secondaries.Round(time.Millisecond).String(), ""},
+		benchRow{fmt.Sprintf("operator: %d DNSRecord objects", benchRecords), "created through the API server and webhooks",
+			fmt.Sprintf("%s (%.0f obj/s)", opBulk.created.Round(time.Millisecond), rate(opBulk.created)), ""},
+		benchRow{"", fmt.Sprintf("%d records served by the primary (from the first create)", benchRecords),
+			fmt.Sprintf("%s (%.0f rec/s)", opBulk.primary.Round(time.Millisecond), rate(opBulk.primary)), fmt.Sprintf("%.1f%% of raw", 100*rate(opBulk.primary)/rate(rawBulk.primary))},
+		benchRow{"", "… and by every secondary", opBulk.secondaries.Round(time.Millisecond).String(), ""},
+		benchRow{"", "… and every DNSRecord reports Ready", opBulk.ready.Round(time.Millisecond).String(), ""},
+	)
+	printBenchTable(t, rows)
+
+	// Leave a quiet machine to the tests that follow: 10,000 DNSRecords
+	// would otherwise keep the operator busy with their drift checks.
+	start := time.Now()
+	// One DELETE per record from 32 clients: a single deletecollection of
+	// 10,000 objects outlasts the API server's request timeout here.
+	must(t, forEachRecord(ctx, func(i int) error {
+		err := c.Delete(ctx, &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)}})
+		return client.IgnoreNotFound(err)
+	}))
+	must(t, c.Delete(ctx, lat))
+	var left int
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var l v1.DNSRecordList
+		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		left = len(l.Items)
+		return left == 0, nil
+	})
+	if err != nil {
+		t.Errorf("%d of %d deleted DNSRecords still there after 3 minutes", left, benchRecords+1)
+	}
+	t.Logf("cleanup: %d DNSRecords deleted (their data removed from the zone) in %s", benchRecords, time.Since(start).Round(time.Millisecond))
+	must(t, c.Delete(ctx, &v1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Name}}))
+}
+
+type benchRow struct{ path, what, result, vs string }
+
+// printBenchTable prints the rows as a markdown table on stdout, where
+// `make bench` shows it, and in the test log.
+func printBenchTable(t *testing.T, rows []benchRow) {
+	var b strings.Builder
+	b.WriteString("\n| path (local cluster, 3 replicas) | measured | result | vs raw |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.path, r.what, r.result, r.vs)
+	}
+	fmt.Fprintln(os.Stdout, b.String())
+	t.Log(b.String())
+}
+
+// latencies are update → served durations.
+type latencies []time.Duration
+
+func (l latencies) p(q int) time.Duration {
+	s := slices.Clone(l)
+	slices.Sort(s)
+	return s[(len(s)-1)*q/100]
+}
+
+func (l latencies) summary() string {
+	return fmt.Sprintf("p50 %s, p99 %s, max %s", l.p(50).Round(100*time.Microsecond), l.p(99).Round(100*time.Microsecond), l.p(100).Round(100*time.Microsecond))
+}
+
+// benchLatency makes benchChanges changes to name's A record with change
+// and measures each until every secondary (ips[1:]) answers the new value.
+// Changes are spaced by the previous one being served, as a user's edits
+// would be.
+func benchLatency(ctx context.Context, t *testing.T, ips []string, name string, change func(i int, value string)) latencies {
+	t.Helper()
+	out := make(latencies, 0, benchChanges)
+	for i := range benchChanges {
+		value := fmt.Sprintf("192.0.2.%d", i+1)
+		start := time.Now()
+		change(i, value)
+		var wg sync.WaitGroup
+		errs := make([]error, len(ips)-1)
+		for j, ip := range ips[1:] {
+			wg.Go(func() { errs[j] = pollA(ctx, ip, name, value, 30*time.Second) })
+		}
+		wg.Wait()
+		for j, err := range errs {
+			if err != nil {
+				t.Fatalf("change %d of %s not served by secondary %s: %v", i, name, ips[j+1], err)
+			}
+		}
+		out = append(out, time.Since(start))
+	}
+	return out
+}
+
+// pollA queries server for name's A record every few milliseconds until the
+// answer is exactly want, for at most limit.
+func pollA(ctx context.Context, server, name, want string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	last := "no answer"
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		in, err := localcluster.Dig(server, name, dns.TypeA)
+		if err != nil {
+			last = err.Error()
+		} else {
+			var got []string
+			for _, rr := range in.Answer {
+				if a, ok := rr.(*dns.A); ok {
+					got = append(got, a.A.String())
+				}
+			}
+			if len(got) == 1 && got[0] == want {
+				return nil
+			}
+			last = fmt.Sprintf("%s %v", dns.RcodeToString[in.Rcode], got)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return fmt.Errorf("after %s the answer was %s, want %s", limit, last, want)
+}
+
+// bulk is how long a bulk load took to be served.
+type bulk struct {
+	created, primary, secondaries, ready time.Duration
+}
+
+func benchValue(i int) string { return fmt.Sprintf("192.0.2.%d", i%250+1) }
+
+// benchRawBulk sends benchRecords A records straight to the primary pod in
+// signed UPDATEs of benchBatch over TCP, then waits for the secondaries.
+func benchRawBulk(ctx context.Context, t *testing.T, ips []string, zone string, updates, transfer tsigKey) bulk {
+	t.Helper()
+	start := time.Now()
+	for i := 0; i < benchRecords; i += benchBatch {
+		m := new(dns.Msg)
+		m.SetUpdate(dns.Fqdn(zone))
+		rrs := make([]dns.RR, 0, benchBatch)
+		for j := i; j < i+benchBatch && j < benchRecords; j++ {
+			rr, err := dns.NewRR(fmt.Sprintf("r%05d.%s. 60 IN A %s", j, zone, benchValue(j)))
+			must(t, err)
+			rrs = append(rrs, rr)
+		}
+		m.Insert(rrs)
+		r, err := exchangeSigned("tcp", ips[0], m, updates)
+		if err != nil || r.Rcode != dns.RcodeSuccess {
+			t.Fatalf("raw UPDATE of records %d..: err=%v reply=%v", i, err, r)
+		}
+	}
+	var res bulk
+	res.primary = time.Since(start)
+	serial := waitRecords(ctx, t, ips[0], zone, transfer, benchRecords, time.Minute)
+	for i, ip := range ips[1:] {
+		waitSerial(ctx, t, ip, zone, fmt.Sprintf("secondary %d", i+1), serial)
+	}
+	res.secondaries = time.Since(start)
+	return res
+}
+
+// benchOperatorBulk creates benchRecords DNSRecords through the API server
+// (32 clients at once, as a GitOps tool applying a large folder would) and
+// waits until named serves them all, then until they all report Ready.
+func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, ns string, ips []string, zone string, transfer tsigKey) bulk {
+	t.Helper()
+	var res bulk
+	start := time.Now()
+	err := forEachRecord(ctx, func(i int) error {
+		r := &v1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)},
+			Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "op"}, Name: v1.RecordName(fmt.Sprintf("r%05d", i)), Type: "A",
+				TTL: ptr.To[v1.TTL](60), Values: []string{benchValue(i)}},
+		}
+		if err := c.Create(ctx, r); err != nil {
+			return fmt.Errorf("creating DNSRecord %s: %w", r.Name, err)
+		}
+		return nil
+	})
+	must(t, err)
+	res.created = time.Since(start)
+	serial := waitRecords(ctx, t, ips[0], zone, transfer, benchRecords, 5*time.Minute)
+	res.primary = time.Since(start)
+	for i, ip := range ips[1:] {
+		waitSerial(ctx, t, ip, zone, fmt.Sprintf("secondary %d", i+1), serial)
+	}
+	res.secondaries = time.Since(start)
+	var notReady int
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var l v1.DNSRecordList
+		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		notReady = 0
+		for _, r := range l.Items {
+			if !meta.IsStatusConditionTrue(r.Status.Conditions, v1.ConditionReady) {
+				notReady++
+			}
+		}
+		return notReady == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%d DNSRecords still not Ready after 5 minutes", notReady)
+	}
+	res.ready = time.Since(start)
+	return res
+}
+
+// forEachRecord calls f for 0..benchRecords-1 from 32 goroutines, as a
+// GitOps tool applying a large folder would, and returns the first error.
+func forEachRecord(ctx context.Context, f func(i int) error) error {
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= benchRecords {
+					return
+				}
+				if err := f(i); err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// waitRecords transfers zone from server (signed with key) until it holds
+// at least want A records named r*, and returns the serial that had them.
+func waitRecords(ctx context.Context, t *testing.T, server, zone string, key tsigKey, want int, limit time.Duration) uint32 {
+	t.Helper()
+	addr, err := guardAddr(server)
+	must(t, err)
+	var serial uint32
+	var got int
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, limit, true, func(context.Context) (bool, error) {
+		m := new(dns.Msg)
+		m.SetAxfr(dns.Fqdn(zone))
+		m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
+		tr := &dns.Transfer{TsigSecret: map[string]string{key.Name: key.Secret}, ReadTimeout: 10 * time.Second}
+		env, err := tr.In(m, addr)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		got = 0
+		for e := range env {
+			if e.Error != nil {
+				last = e.Error
+				return false, nil
+			}
+			for _, rr := range e.RR {
+				switch rr := rr.(type) {
+				case *dns.A:
+					if strings.HasPrefix(rr.Hdr.Name, "r") {
+						got++
+					}
+				case *dns.SOA:
+					serial = rr.Serial
+				}
+			}
+		}
+		return got >= want, nil
+	})
+	if err != nil {
+		t.Fatalf("%s served %d of %d records of %s within %s (last error: %v)", server, got, want, zone, limit, last)
+	}
+	return serial
+}
