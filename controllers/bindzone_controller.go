@@ -142,6 +142,10 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	if err != nil {
 		return r.report(zone, status, err)
 	}
+	if added {
+		now := metav1.Now()
+		status.PrimarySeededAt = &now
+	}
 	if r.recordsDue(zone, status, added) {
 		if err := r.syncRecords(ctx, zone, t, status); err != nil {
 			return r.report(zone, status, err)

@@ -401,14 +401,8 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// annotation and deletion are.
 	recordChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectNew.GetDeletionTimestamp() != nil }})
-	// A zone's status moves with every serial its records' UPDATEs make;
-	// re-reconciling all of its records each time grew as records². What
-	// records depend on is the zone's spec and whether it is ready to
-	// take updates (records that met an unready zone wait for that).
 	zoneChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*bindv1alpha1.BindZone), e.ObjectNew.(*bindv1alpha1.BindZone)
-		return o.Generation != n.Generation || n.DeletionTimestamp != nil ||
-			meta.IsStatusConditionTrue(o.Status.Conditions, bindv1alpha1.ConditionReady) != meta.IsStatusConditionTrue(n.Status.Conditions, bindv1alpha1.ConditionReady)
+		return zoneMattersToRecords(e.ObjectOld.(*bindv1alpha1.BindZone), e.ObjectNew.(*bindv1alpha1.BindZone))
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.DNSRecord{}, builder.WithPredicates(recordChanged)).
@@ -420,4 +414,16 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("dnsrecord").
 		Complete(r)
+}
+
+// zoneMattersToRecords tells whether a zone's update concerns its
+// DNSRecords. A zone's status moves with every serial its records' UPDATEs
+// make; re-reconciling all of its records each time grew as records². What
+// records depend on is the zone's spec, whether it is ready to take updates
+// (records that met an unready zone wait for that) and whether the primary
+// started it afresh from its seed (their data is gone).
+func zoneMattersToRecords(o, n *bindv1alpha1.BindZone) bool {
+	return o.Generation != n.Generation || n.DeletionTimestamp != nil ||
+		!o.Status.PrimarySeededAt.Equal(n.Status.PrimarySeededAt) ||
+		meta.IsStatusConditionTrue(o.Status.Conditions, bindv1alpha1.ConditionReady) != meta.IsStatusConditionTrue(n.Status.Conditions, bindv1alpha1.ConditionReady)
 }

@@ -219,6 +219,13 @@ type BindZoneStatus struct {
 	// +optional
 	LastDriftCheck *metav1.Time `json:"lastDriftCheck,omitempty"`
 
+	// primarySeededAt is when the primary last started the zone from its
+	// seed: when it was created, or after a primary without persistent
+	// storage restarted and lost it. The zone's DNSRecords re-apply their
+	// data when it moves, rather than at their next drift check.
+	// +optional
+	PrimarySeededAt *metav1.Time `json:"primarySeededAt,omitempty"`
+
 	// observedResync is the value of the bind.unkin.net/resync annotation
 	// the last drift check answered.
 	// +optional
