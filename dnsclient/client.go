@@ -101,10 +101,18 @@ func (c *Client) Close() error {
 	return err
 }
 
+// sign gives m a fresh TSIG record, replacing one left from an earlier
+// attempt. It runs before every write: miekg/dns takes the TSIG record out
+// of the message while signing it, so a message resent after a stale
+// connection went out unsigned, and named denied it.
 func (c *Client) sign(m *dns.Msg) {
-	if c.key != nil {
-		m.SetTsig(c.key.Name, c.key.Algorithm, fudge, time.Now().Unix())
+	if c.key == nil {
+		return
 	}
+	if m.IsTsig() != nil {
+		m.Extra = m.Extra[:len(m.Extra)-1]
+	}
+	m.SetTsig(c.key.Name, c.key.Algorithm, fudge, time.Now().Unix())
 }
 
 func (c *Client) tsigProvider() dns.TsigProvider {
@@ -125,7 +133,6 @@ func (c *Client) tsigProvider() dns.TsigProvider {
 // way with BADSIG (DESIGN §8). A fresh wrapper signs every message on its
 // own.
 func (c *Client) exchange(ctx context.Context, m *dns.Msg) (reply *dns.Msg, verifyErr, err error) {
-	c.sign(m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// A kept connection may have been closed by named while idle
@@ -167,6 +174,7 @@ func (c *Client) roundTrip(ctx context.Context, m *dns.Msg) (*dns.Msg, error, er
 	defer stop()
 
 	dc := &dns.Conn{Conn: c.conn, TsigProvider: c.tsigProvider()}
+	c.sign(m)
 	if err := dc.WriteMsg(m); err != nil {
 		return nil, nil, err
 	}

@@ -314,3 +314,31 @@ func TestPackBatchByteCap(t *testing.T) {
 		t.Fatalf("batch of %d is %d bytes", n, l)
 	}
 }
+
+// TestSignedAfterIdleClose: named closes a kept connection after
+// tcp-idle-timeout; the UPDATE that meets the closed connection is resent
+// on a new one, and must still be signed. miekg/dns strips the TSIG record
+// from a message it signs, so the resend once went out unsigned and named
+// denied it (seen after every idle spell of 30 s in the local cluster).
+func TestSignedAfterIdleClose(t *testing.T) {
+	k := bindtest.NewKey("update-key", "hmac-sha256")
+	s := bindtest.Start(t, bindtest.Options{
+		Keys:    []bindtest.Key{k},
+		Options: "tcp-idle-timeout 10;", // 1 s, in units of 100 ms
+		Files:   map[string]string{"dyn.test.db": bindtest.SeedZone(zone, 1)},
+		Config:  `zone "dyn.test" { type primary; file "dyn.test.db"; allow-update { key "update-key"; }; };`,
+	})
+	c := client(t, s, k)
+	ctx := ctxT(t)
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(2500 * time.Millisecond) // past the idle timeout: named closes the kept connection
+		}
+		if err := c.Update(ctx, zone, Change{Op: Upsert, Set: a(fmt.Sprintf("idle%d", i), 60, "198.18.0.1")}); err != nil {
+			t.Fatalf("update %d after an idle spell: %v\n%s", i, err, bindtest.Tail(s.Log(), 10))
+		}
+	}
+	if strings.Contains(s.Log(), "denied") {
+		t.Errorf("named denied an update:\n%s", bindtest.Tail(s.Log(), 10))
+	}
+}
