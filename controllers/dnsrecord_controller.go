@@ -65,8 +65,9 @@ type DNSRecordReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	Servers  ZoneServerResolver
-	// BatchWindow and BatchSize tune UPDATE batching; zero takes defaults.
-	BatchWindow time.Duration
+	// BatchLinger and BatchSize tune UPDATE batching (see updateBatcher);
+	// zero takes the defaults.
+	BatchLinger time.Duration
 	BatchSize   int
 	// MaxConcurrentReconciles feeds the batcher; default 512. Each
 	// reconcile waits for its batch, so a batch holds at most this many
@@ -75,7 +76,7 @@ type DNSRecordReconciler struct {
 	// goroutine each).
 	MaxConcurrentReconciles int
 	// Updates, when set, is shared with the other record writers (then
-	// BatchWindow and BatchSize are ignored).
+	// BatchLinger and BatchSize are ignored).
 	Updates *Updates
 	// ResyncPeriod is how often an applied record checks that the primary
 	// still serves what it wrote, and restores it when not (drift). Zero
@@ -360,7 +361,7 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Servers = ClusterResolver{Client: mgr.GetClient()}
 	}
 	if r.Updates == nil {
-		r.Updates = NewUpdates(r.BatchWindow, r.BatchSize)
+		r.Updates = NewUpdates(r.BatchLinger, r.BatchSize)
 	}
 	r.batcher = r.Updates.batcher
 	workers := r.MaxConcurrentReconciles

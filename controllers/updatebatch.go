@@ -13,29 +13,47 @@ import (
 // UPDATE per zone: BIND applies a 500-record UPDATE about 30 times faster
 // than 500 single-record ones (journal fsync per message, DESIGN §8), so
 // thousands of DNSRecords converge at the batched rate, not the per-object one.
+//
+// It is a group commit: each zone (per server and key) has at most one
+// UPDATE in flight, and what arrives meanwhile goes out together as soon
+// as it returns. A change that finds its zone idle waits only linger for
+// company, so one edit is not held back by a fixed window (that window
+// was two thirds of an edit's way to the secondaries), while a burst
+// batches itself: the longer an UPDATE takes, the more the next one
+// carries. BIND applies one zone's updates one at a time anyway.
 type updateBatcher struct {
-	// window is how long the first change of a batch waits for company.
-	window time.Duration
-	// max flushes a batch early once it holds this many changes.
+	// linger is how long a change that finds its zone idle waits for
+	// company before its UPDATE goes.
+	linger time.Duration
+	// max caps the changes of one UPDATE.
 	max int
-	// client returns the (cached) client for a server.
-	client func(ZoneServer) (*dnsclient.Client, error)
+	// apply sends one batch to the zone's server: dnsclient's Apply
+	// through the client cache (a seam for the batcher's own tests).
+	apply applyFunc
 
-	mu      sync.Mutex
-	pending map[batchKey]*batch
+	mu    sync.Mutex
+	lanes map[batchKey]*lane
 }
 
 type batchKey struct{ addr, key, zone string }
+
+type applyFunc func(ctx context.Context, srv ZoneServer, zone string, changes []dnsclient.Change) (dnsclient.BatchResult, error)
+
+// lane is one zone's queue: batches waiting, oldest first; busy while a
+// goroutine sends them.
+type lane struct {
+	queued []*batch
+	busy   bool
+}
 
 type batch struct {
 	server  ZoneServer
 	changes []dnsclient.Change
 	results []chan error
-	full    chan struct{}
 }
 
-func newUpdateBatcher(window time.Duration, max int, client func(ZoneServer) (*dnsclient.Client, error)) *updateBatcher {
-	return &updateBatcher{window: window, max: max, client: client, pending: map[batchKey]*batch{}}
+func newUpdateBatcher(linger time.Duration, max int, apply applyFunc) *updateBatcher {
+	return &updateBatcher{linger: linger, max: max, apply: apply, lanes: map[batchKey]*lane{}}
 }
 
 // Submit queues one change and blocks until its batch was applied; the error
@@ -53,20 +71,29 @@ func (b *updateBatcher) SubmitMany(ctx context.Context, srv ZoneServer, zone str
 	results := make([]chan error, len(changes))
 	k := batchKey{addr: srv.Addr, key: srv.Key.Name, zone: zone}
 	b.mu.Lock()
+	l := b.lanes[k]
+	if l == nil {
+		l = &lane{}
+		b.lanes[k] = l
+	}
 	for i, change := range changes {
 		results[i] = make(chan error, 1)
-		bt, ok := b.pending[k]
-		if !ok {
-			bt = &batch{server: srv, full: make(chan struct{})}
-			b.pending[k] = bt
-			go b.flushAfter(k, bt, zone)
+		var bt *batch
+		if n := len(l.queued); n > 0 && len(l.queued[n-1].changes) < b.max {
+			bt = l.queued[n-1]
+		} else {
+			bt = &batch{server: srv}
+			l.queued = append(l.queued, bt)
 		}
+		// The newest server and key win: a rotated secret reaches the
+		// next UPDATE.
+		bt.server = srv
 		bt.changes = append(bt.changes, change)
 		bt.results = append(bt.results, results[i])
-		if len(bt.changes) == b.max {
-			close(bt.full)
-			delete(b.pending, k)
-		}
+	}
+	if !l.busy {
+		l.busy = true
+		go b.run(k, l, zone)
 	}
 	b.mu.Unlock()
 
@@ -82,6 +109,28 @@ func (b *updateBatcher) SubmitMany(ctx context.Context, srv ZoneServer, zone str
 	return errs
 }
 
+// run sends a lane's batches one after the other until it is empty, then
+// retires the lane. It lingers only before the first: later batches
+// gathered while their predecessor was in flight.
+func (b *updateBatcher) run(k batchKey, l *lane, zone string) {
+	if b.linger > 0 {
+		time.Sleep(b.linger)
+	}
+	for {
+		b.mu.Lock()
+		if len(l.queued) == 0 {
+			l.busy = false
+			delete(b.lanes, k)
+			b.mu.Unlock()
+			return
+		}
+		bt := l.queued[0]
+		l.queued = l.queued[1:]
+		b.mu.Unlock()
+		b.send(bt, zone)
+	}
+}
+
 // Updates sends the operator's guarded, batched UPDATEs: one batcher and
 // one client cache shared by every reconciler that writes records
 // (DNSRecords and BindZone inline records), so changes to one zone share
@@ -91,52 +140,34 @@ type Updates struct {
 	cache   *clientCache
 }
 
-// NewUpdates returns an Updates; zero window and size take the defaults
-// (20 ms, dnsclient.DefaultBatchSize).
-func NewUpdates(window time.Duration, size int) *Updates {
-	if window == 0 {
-		window = 20 * time.Millisecond
+// NewUpdates returns an Updates; zero linger and size take the defaults
+// (2 ms, dnsclient.DefaultBatchSize).
+func NewUpdates(linger time.Duration, size int) *Updates {
+	if linger == 0 {
+		linger = 2 * time.Millisecond
 	}
 	if size == 0 {
 		size = dnsclient.DefaultBatchSize
 	}
 	cache := &clientCache{}
-	return &Updates{batcher: newUpdateBatcher(window, size, cache.get), cache: cache}
+	apply := func(ctx context.Context, srv ZoneServer, zone string, changes []dnsclient.Change) (dnsclient.BatchResult, error) {
+		c, err := cache.get(srv)
+		if err != nil {
+			return dnsclient.BatchResult{}, err
+		}
+		return c.Apply(ctx, zone, changes)
+	}
+	return &Updates{batcher: newUpdateBatcher(linger, size, apply), cache: cache}
 }
 
 // client returns the cached client for a server and key.
 func (u *Updates) client(srv ZoneServer) (*dnsclient.Client, error) { return u.cache.get(srv) }
 
-func (b *updateBatcher) flushAfter(k batchKey, bt *batch, zone string) {
-	timer := time.NewTimer(b.window)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		b.mu.Lock()
-		if b.pending[k] == bt {
-			delete(b.pending, k)
-		}
-		b.mu.Unlock()
-	case <-bt.full:
-	}
-	b.send(bt, zone)
-}
-
 func (b *updateBatcher) send(bt *batch, zone string) {
-	fail := func(err error) {
-		for _, r := range bt.results {
-			r <- err
-		}
-	}
-	c, err := b.client(bt.server)
-	if err != nil {
-		fail(err)
-		return
-	}
 	// Bounded: an UPDATE batch never waits on a reconcile's context.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := c.Apply(ctx, zone, bt.changes)
+	res, err := b.apply(ctx, bt.server, zone, bt.changes)
 	failed := make(map[int]error, len(res.Failed))
 	for _, f := range res.Failed {
 		failed[f.Index] = f.Err
