@@ -15,4 +15,11 @@
 // in any order, and the controllers report the missing object in status.
 // A reference to an object that exists but cannot work (a view of another
 // cluster, a Forward zone on an Authoritative cluster) is an error.
+//
+// An UPDATE that leaves spec alone (a finalizer, a label, an annotation) is
+// not sent to the webhooks at all (matchConditions in the markers). There
+// is nothing new to default or validate, and judging it against other
+// objects could refuse a controller the removal of its finalizer, holding a
+// deleted object forever, because something it references changed since.
+// It also spares every deleted DNSRecord two admission calls.
 package webhooks

@@ -1,0 +1,68 @@
+package webhooks
+
+import (
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// TestMetadataUpdatesSkipAdmission: a DNSRecord that its zone has since
+// made invalid (the zone now declares the same name and type) can still be
+// labelled and, once deleted, released by removing its finalizer: an
+// update that leaves spec alone does not reach the webhooks
+// (matchConditions), so nothing can hold a deleted object forever. A spec
+// change is still judged against the zone.
+func TestMetadataUpdatesSkipAdmission(t *testing.T) {
+	fixtures(t)
+	zone := &v1alpha1.BindZone{ObjectMeta: meta("meta-zone"), Spec: v1alpha1.BindZoneSpec{ClusterRef: ref("auth"), ZoneName: "meta.example.com", UpdateKeyRef: &v1alpha1.LocalObjectReference{Name: "xfr"},
+		Records: []v1alpha1.RecordSet{{Name: "@", Type: "NS", Values: []string{"ns1.example.net."}}}}}
+	if err := k8sClient.Create(ctx, zone); err != nil {
+		t.Fatal(err)
+	}
+	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("meta-rec"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: ref("meta-zone"), Name: "api", Type: "A", Values: []string{"192.0.2.1"}}}
+	if err := k8sClient.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	zone.Spec.Records = append(zone.Spec.Records, v1alpha1.RecordSet{Name: "api", Type: "A", Values: []string{"192.0.2.2"}})
+	if err := k8sClient.Update(ctx, zone); err != nil {
+		t.Fatal(err)
+	}
+
+	// A spec change is judged against the zone as it is now (the
+	// webhooks' cache may lag the zone update a moment).
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		changed := rec.DeepCopy()
+		changed.Spec.Values = []string{"192.0.2.3"}
+		if err = k8sClient.Update(ctx, changed); err != nil {
+			break
+		}
+		rec = changed
+	}
+	expectInvalid(t, err, "spec.name", "already declared in BindZone")
+
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Labels = map[string]string{"team": "web"}
+	if err := k8sClient.Update(ctx, rec); err != nil {
+		t.Fatalf("a label-only update of a record its zone made invalid was refused: %v", err)
+	}
+	if err := k8sClient.Delete(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Finalizers = nil
+	if err := k8sClient.Update(ctx, rec); err != nil {
+		t.Fatalf("removing the finalizer of a deleted record was refused, which would hold it forever: %v", err)
+	}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rec), rec); !apierrors.IsNotFound(err) {
+		t.Errorf("the released record is still there: %v", err)
+	}
+}
