@@ -69,6 +69,14 @@ func run() error {
 		}
 	}
 
+	// The clusters are ready before their zones and records are: adding
+	// the samples' keys rolls the pods once, and the zones are added again
+	// on the new primary. Show the settled state.
+	fmt.Printf("\nwaiting for the zones and records to be served ...\n")
+	if pending := waitServed(ctx, env, 2*time.Minute); len(pending) > 0 {
+		fmt.Printf("  not ready after 2 minutes (see their status): %s\n", strings.Join(pending, ", "))
+	}
+
 	kubectl := filepath.Join(envtestutil.RepoRoot(), "bin", "k8s", "kubectl")
 	show(ctx, "kubectl get bind", kubectl, "--kubeconfig", env.Cluster.KubeconfigPath(), "get", "bind", "-o", "wide")
 	show(ctx, "kubectl get pods,svc", kubectl, "--kubeconfig", env.Cluster.KubeconfigPath(), "get", "pods,svc", "-o", "wide")
@@ -103,6 +111,32 @@ func waitReady(ctx context.Context, env *e2e.Env, name string, replicas int32) e
 		return fmt.Errorf("BindCluster %s: %d of %d pods ready: %v", name, c.Status.ReadyReplicas, replicas, err)
 	}
 	return nil
+}
+
+// waitServed waits until every BindZone and DNSRecord of the samples is
+// Ready, for at most limit, and returns those that are not.
+func waitServed(ctx context.Context, env *e2e.Env, limit time.Duration) []string {
+	var pending []string
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, limit, true, func(ctx context.Context) (bool, error) {
+		pending = pending[:0]
+		var zones v1.BindZoneList
+		var recs v1.DNSRecordList
+		if env.Client.List(ctx, &zones, client.InNamespace("default")) != nil || env.Client.List(ctx, &recs, client.InNamespace("default")) != nil {
+			return false, nil
+		}
+		for _, z := range zones.Items {
+			if !meta.IsStatusConditionTrue(z.Status.Conditions, v1.ConditionReady) {
+				pending = append(pending, "bindzone/"+z.Name)
+			}
+		}
+		for _, r := range recs.Items {
+			if !meta.IsStatusConditionTrue(r.Status.Conditions, v1.ConditionReady) {
+				pending = append(pending, "dnsrecord/"+r.Name)
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	return pending
 }
 
 // digLine runs the real dig and condenses its answer to one line: the
