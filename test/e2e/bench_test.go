@@ -54,20 +54,8 @@ func TestInClusterBench(t *testing.T) {
 	a.create(ctx, t)
 	must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
 	const opZone, rawZone = "op.bench.e2e.example", "raw.bench.e2e.example"
-	for name, z := range map[string]string{"op": opZone, "raw": rawZone} {
-		must(t, env.Client.Create(ctx, &v1.BindZone{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1.BindZoneSpec{
-				ClusterRef:     v1.LocalObjectReference{Name: a.Name},
-				ZoneName:       v1.DomainName(z),
-				Type:           v1.ZonePrimary,
-				CatalogZoneRef: &v1.LocalObjectReference{Name: a.Name + "-catalog"},
-				UpdateKeyRef:   &v1.LocalObjectReference{Name: "updates"},
-				SOA:            &v1.SOASpec{PrimaryNameServer: "ns1.example.net", ResponsiblePerson: "hostmaster.example.net"},
-				Records:        []v1.RecordSet{{Name: "@", Type: "NS", Values: []string{"ns1.example.net."}}},
-			},
-		}))
-	}
+	must(t, env.Client.Create(ctx, a.catalogZone("op", opZone, "updates")))
+	must(t, env.Client.Create(ctx, a.catalogZone("raw", rawZone, "updates")))
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
 	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
 	ips := podIPs(ctx, t, ns, a.Name, a.Replicas)
@@ -226,12 +214,7 @@ func pollA(ctx context.Context, server, name, want string, limit time.Duration) 
 		if err != nil {
 			last = err.Error()
 		} else {
-			var got []string
-			for _, rr := range in.Answer {
-				if a, ok := rr.(*dns.A); ok {
-					got = append(got, a.A.String())
-				}
-			}
+			got := aValues(in)
 			if len(got) == 1 && got[0] == want {
 				return nil
 			}

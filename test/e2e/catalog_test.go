@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -59,20 +58,7 @@ func TestCatalogMemberReachesSecondariesUntouched(t *testing.T) {
 
 	const zone = "member.catalog.e2e.example"
 	start := time.Now()
-	must(t, env.Client.Create(ctx, &v1.BindZone{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "member"},
-		Spec: v1.BindZoneSpec{
-			ClusterRef:     v1.LocalObjectReference{Name: a.Name},
-			ZoneName:       zone,
-			Type:           v1.ZonePrimary,
-			CatalogZoneRef: &v1.LocalObjectReference{Name: a.Name + "-catalog"},
-			SOA:            &v1.SOASpec{PrimaryNameServer: "ns1.example.net", ResponsiblePerson: "hostmaster.example.net"},
-			Records: []v1.RecordSet{
-				{Name: "@", Type: "NS", Values: []string{"ns1.example.net."}},
-				{Name: "www", Type: "A", Values: []string{"192.0.2.20"}},
-			},
-		},
-	}))
+	must(t, env.Client.Create(ctx, a.catalogZone("member", zone, "", v1.RecordSet{Name: "www", Type: "A", Values: []string{"192.0.2.20"}})))
 	for i, ip := range ips {
 		waitA(ctx, t, ip, "www."+zone, "192.0.2.20", fmt.Sprintf("%s-%d", a.Name, i))
 	}

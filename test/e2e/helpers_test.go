@@ -80,6 +80,28 @@ func (a authoritative) create(ctx context.Context, t *testing.T) *v1.BindCluster
 	return c
 }
 
+// catalogZone is a primary BindZone of the cluster in its catalog, updated
+// by DNSRecords signed with updateKey (none when empty), with an apex NS
+// and records. Its name server lies outside the zone: an in-zone one needs
+// glue records (the webhook insists), which these tests do not care about.
+func (a authoritative) catalogZone(name, zoneName, updateKey string, records ...v1.RecordSet) *v1.BindZone {
+	z := &v1.BindZone{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: name},
+		Spec: v1.BindZoneSpec{
+			ClusterRef:     v1.LocalObjectReference{Name: a.Name},
+			ZoneName:       v1.DomainName(zoneName),
+			Type:           v1.ZonePrimary,
+			CatalogZoneRef: &v1.LocalObjectReference{Name: a.Name + "-catalog"},
+			SOA:            &v1.SOASpec{PrimaryNameServer: "ns1.example.net", ResponsiblePerson: "hostmaster.example.net"},
+			Records:        append([]v1.RecordSet{{Name: "@", Type: "NS", Values: []string{"ns1.example.net."}}}, records...),
+		},
+	}
+	if updateKey != "" {
+		z.Spec.UpdateKeyRef = &v1.LocalObjectReference{Name: updateKey}
+	}
+	return z
+}
+
 func waitClusterReady(ctx context.Context, t *testing.T, ns, name string, replicas int32) *v1.BindCluster {
 	t.Helper()
 	var c v1.BindCluster
@@ -284,4 +306,47 @@ func kubectl(ctx context.Context, t *testing.T, stdin string, args ...string) (s
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// aValues returns the addresses of the A records in a reply's answer.
+func aValues(in *dns.Msg) []string {
+	var got []string
+	for _, rr := range in.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			got = append(got, a.A.String())
+		}
+	}
+	return got
+}
+
+// dumpOnFailure logs what a failed test needs to see: the zones' and the
+// records' status and every pod's named and agent log tail.
+func dumpOnFailure(t *testing.T, ns, cluster string, replicas int32) {
+	if !t.Failed() {
+		return
+	}
+	ctx := context.Background()
+	var zones v1.BindZoneList
+	if env.Client.List(ctx, &zones, client.InNamespace(ns)) == nil {
+		for _, z := range zones.Items {
+			t.Logf("BindZone %s status: %+v", z.Name, z.Status)
+		}
+	}
+	var recs v1.DNSRecordList
+	if env.Client.List(ctx, &recs, client.InNamespace(ns)) == nil {
+		for i, r := range recs.Items {
+			if i == 20 {
+				t.Logf("… %d more DNSRecords", len(recs.Items)-i)
+				break
+			}
+			t.Logf("DNSRecord %s status: %+v", r.Name, r.Status)
+		}
+	}
+	for i := range replicas {
+		for _, c := range []string{"named", "agent"} {
+			if l, err := env.Cluster.Logs(ns, fmt.Sprintf("%s-%d", cluster, i), c); err == nil {
+				t.Logf("%s-%d %s log (tail):\n%s", cluster, i, c, tail(l, 6000))
+			}
+		}
+	}
 }

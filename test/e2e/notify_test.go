@@ -36,18 +36,7 @@ func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
 	a.create(ctx, t)
 	const zone = "notify.e2e.example"
 	must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
-	must(t, env.Client.Create(ctx, &v1.BindZone{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "zone"},
-		Spec: v1.BindZoneSpec{
-			ClusterRef:     v1.LocalObjectReference{Name: a.Name},
-			ZoneName:       zone,
-			Type:           v1.ZonePrimary,
-			CatalogZoneRef: &v1.LocalObjectReference{Name: a.Name + "-catalog"},
-			UpdateKeyRef:   &v1.LocalObjectReference{Name: "updates"},
-			SOA:            &v1.SOASpec{PrimaryNameServer: "ns1.example.net", ResponsiblePerson: "hostmaster.example.net"},
-			Records:        []v1.RecordSet{{Name: "@", Type: "NS", Values: []string{"ns1.example.net."}}},
-		},
-	}))
+	must(t, env.Client.Create(ctx, a.catalogZone("zone", zone, "updates")))
 	rec := &v1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
 		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "zone"}, Name: "app", Type: "A",
@@ -109,37 +98,5 @@ func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
 			t.Errorf("%s: the NOTIFY did not come from the primary pod %s signed with %q: %s", pod, ips[0], transferKey, accepted[0])
 		}
 		t.Logf("%s: %s", pod, strings.TrimSpace(accepted[0]))
-	}
-}
-
-// dumpOnFailure logs what a failed test needs to see: the zones' and the
-// records' status and every pod's named and agent log tail.
-func dumpOnFailure(t *testing.T, ns, cluster string, replicas int32) {
-	if !t.Failed() {
-		return
-	}
-	ctx := context.Background()
-	var zones v1.BindZoneList
-	if env.Client.List(ctx, &zones, client.InNamespace(ns)) == nil {
-		for _, z := range zones.Items {
-			t.Logf("BindZone %s status: %+v", z.Name, z.Status)
-		}
-	}
-	var recs v1.DNSRecordList
-	if env.Client.List(ctx, &recs, client.InNamespace(ns)) == nil {
-		for i, r := range recs.Items {
-			if i == 20 {
-				t.Logf("… %d more DNSRecords", len(recs.Items)-i)
-				break
-			}
-			t.Logf("DNSRecord %s status: %+v", r.Name, r.Status)
-		}
-	}
-	for i := range replicas {
-		for _, c := range []string{"named", "agent"} {
-			if l, err := env.Cluster.Logs(ns, fmt.Sprintf("%s-%d", cluster, i), c); err == nil {
-				t.Logf("%s-%d %s log (tail):\n%s", cluster, i, c, tail(l, 6000))
-			}
-		}
 	}
 }

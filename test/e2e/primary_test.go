@@ -38,26 +38,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	a.create(ctx, t)
 	const zone = "primary.e2e.example"
 	must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
-	must(t, env.Client.Create(ctx, &v1.BindZone{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "zone"},
-		Spec: v1.BindZoneSpec{
-			ClusterRef:     v1.LocalObjectReference{Name: a.Name},
-			ZoneName:       zone,
-			Type:           v1.ZonePrimary,
-			CatalogZoneRef: &v1.LocalObjectReference{Name: a.Name + "-catalog"},
-			UpdateKeyRef:   &v1.LocalObjectReference{Name: "updates"},
-			// The name server lies outside the zone: with the mutating
-			// webhook's default (ns1.<zone>) the seed has an in-zone NS
-			// without an address and named 9.18 refuses to load it
-			// ("NS 'ns1.<zone>' has no address records") — see the
-			// report of issue 6.
-			SOA: &v1.SOASpec{PrimaryNameServer: "ns1.example.net", ResponsiblePerson: "hostmaster.example.net"},
-			Records: []v1.RecordSet{
-				{Name: "@", Type: "NS", Values: []string{"ns1.example.net."}},
-				{Name: "www", Type: "A", Values: []string{"192.0.2.10"}},
-			},
-		},
-	}))
+	must(t, env.Client.Create(ctx, a.catalogZone("zone", zone, "updates", v1.RecordSet{Name: "www", Type: "A", Values: []string{"192.0.2.10"}})))
 	record := func(name, ip string) *v1.DNSRecord {
 		return &v1.DNSRecord{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -66,26 +47,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 		}
 	}
 	must(t, env.Client.Create(ctx, record("api", "192.0.2.80")))
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		var z v1.BindZone
-		if env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "zone"}, &z) == nil {
-			t.Logf("BindZone status: %+v", z.Status)
-		}
-		var recs v1.DNSRecordList
-		if env.Client.List(context.Background(), &recs, client.InNamespace(ns)) == nil {
-			for _, r := range recs.Items {
-				t.Logf("DNSRecord %s status: %+v", r.Name, r.Status)
-			}
-		}
-		for _, c := range []string{"named", "agent"} {
-			if l, err := env.Cluster.Logs(ns, a.Name+"-0", c); err == nil {
-				t.Logf("%s-0 %s log (tail):\n%s", a.Name, c, tail(l, 30000))
-			}
-		}
-	})
+	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
 
 	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
 	ips := podIPs(ctx, t, ns, a.Name, a.Replicas)
@@ -246,12 +208,7 @@ func waitA(ctx context.Context, t *testing.T, server, name, want, who string) {
 			last = err.Error()
 			return false, nil
 		}
-		var got []string
-		for _, rr := range in.Answer {
-			if a, ok := rr.(*dns.A); ok {
-				got = append(got, a.A.String())
-			}
-		}
+		got := aValues(in)
 		last = fmt.Sprintf("%s %v", dns.RcodeToString[in.Rcode], got)
 		return in.Rcode == dns.RcodeSuccess && len(got) == 1 && got[0] == want, nil
 	})
