@@ -65,7 +65,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the admission webhook server")
 	fs.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader so only one manager reconciles at a time")
 	fs.StringVar(&o.podCIDRs, "pod-cidrs", "", "comma-separated pod CIDRs; option statements naming an address inside them are rejected. Empty: read from the Nodes' spec.podCIDRs")
-	fs.StringVar(&o.cluster.BindImage, "bind-image", controllers.DefaultBindImage, "BIND 9.18 image for clusters that set none")
+	fs.StringVar(&o.cluster.BindImage, "bind-image", bindv1alpha1.DefaultBindImage, "BIND 9.18 image for clusters that set none")
 	fs.StringVar(&o.cluster.AgentImage, "agent-image", controllers.DefaultAgentImage, "agent sidecar image (this operator's image) for clusters that set none")
 	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
 	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")

@@ -178,7 +178,7 @@ func TransferAddress(ctx context.Context, c client.Reader, cluster *bindv1alpha1
 // controlKey returns the rndc control key, generated once and kept in the
 // keys Secret (current is its data, nil before the first reconcile).
 func controlKey(current map[string][]byte) (render.TSIGKey, error) {
-	key := render.TSIGKey{Name: "bind-operator-control", Algorithm: "hmac-sha256"}
+	key := render.TSIGKey{Name: bindv1alpha1.ControlKeyName, Algorithm: string(bindv1alpha1.TSIGHMACSHA256)}
 	if existing := current[controlKeyEntry]; len(existing) > 0 {
 		key.Secret = string(existing)
 		return key, nil

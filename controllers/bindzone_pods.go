@@ -39,11 +39,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 		// where clients actually find the zone.
 		soa.PrimaryNameServer = bindv1alpha1.DomainName(querySvcName(t.cluster) + "." + t.cluster.Namespace + ".svc.cluster.local.")
 	}
-	var ttl int32
-	if zone.Spec.DefaultTTL != nil {
-		ttl = int32(*zone.Spec.DefaultTTL)
-	}
-	seed := render.SeedZoneWithGlue(t.zoneName, soa, ttl, mnameGlue(t.zoneName, string(soa.PrimaryNameServer), zone.Spec.Records))
+	seed := render.SeedZoneWithGlue(t.zoneName, soa, zone.EffectiveDefaultTTL(), mnameGlue(t.zoneName, string(soa.PrimaryNameServer), zone.Spec.Records))
 	ac, err := r.agents.get(ctx, t.cluster, prim.AgentAddr)
 	if err != nil {
 		return false, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}

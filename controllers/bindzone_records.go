@@ -55,10 +55,7 @@ type servedSet struct {
 // changes go through the shared batcher; a refused set is reported with
 // BIND's rcode and the rest still applies.
 func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) error {
-	defaultTTL := records.DefaultTTL
-	if zone.Spec.DefaultTTL != nil {
-		defaultTTL = int32(*zone.Spec.DefaultTTL)
-	}
+	defaultTTL := zone.EffectiveDefaultTTL()
 	var rejected []bindv1alpha1.RejectedRecordSet
 	var desired []bindv1alpha1.RecordSet
 	seen := map[setKey]bool{}

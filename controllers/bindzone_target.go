@@ -137,7 +137,7 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 
 // clauseControlKey stands in for the rndc control key when building zone
 // clauses: render validates it, but no clause ever names it.
-var clauseControlKey = render.TSIGKey{Name: "bind-operator-control", Algorithm: "hmac-sha256", Secret: base64.StdEncoding.EncodeToString(make([]byte, 32))}
+var clauseControlKey = render.TSIGKey{Name: bindv1alpha1.ControlKeyName, Algorithm: string(bindv1alpha1.TSIGHMACSHA256), Secret: base64.StdEncoding.EncodeToString(make([]byte, 32))}
 
 func joinHostPort(addr string, port int32) string {
 	return net.JoinHostPort(addr, strconv.Itoa(int(port)))

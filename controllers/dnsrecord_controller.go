@@ -130,10 +130,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 		return ctrl.Result{}, nil
 	}
 
-	defaultTTL := int32(records.DefaultTTL)
-	if zone.Spec.DefaultTTL != nil {
-		defaultTTL = int32(*zone.Spec.DefaultTTL)
-	}
+	defaultTTL := zone.EffectiveDefaultTTL()
 	set, errs := records.CanonicalizeSet(zoneName, bindv1alpha1.RecordSet{Name: rec.Spec.Name, Type: rec.Spec.Type, TTL: rec.Spec.TTL, Values: rec.Spec.Values}, defaultTTL, field.NewPath("spec"))
 	if len(errs) > 0 {
 		r.setReady(rec, status, metav1.ConditionFalse, ReasonInvalidRecord, errs.ToAggregate().Error())

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/agent/pki"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -69,7 +68,7 @@ func (k KubePods) Pods(ctx context.Context, cluster *bindv1alpha1.BindCluster) (
 	}
 	agentPort := cluster.Spec.Ports.Agent
 	if agentPort == 0 {
-		agentPort = 8453
+		agentPort = bindv1alpha1.DefaultAgentPort
 	}
 	port := strconv.Itoa(int(dnsPort(cluster)))
 	var out []PodEndpoint
@@ -145,7 +144,7 @@ func (a *agentClients) get(ctx context.Context, cluster *bindv1alpha1.BindCluste
 		}
 		return nil, err
 	}
-	ca, cert, key := s.Data[pki.FileCA], s.Data[pki.FileClientCert], s.Data[pki.FileClientKey]
+	ca, cert, key := s.Data[agent.FileCA], s.Data[agent.FileClientCert], s.Data[agent.FileClientKey]
 	h := sha256.New()
 	for _, b := range [][]byte{ca, cert, key} {
 		h.Write([]byte(strconv.Itoa(len(b)) + ":"))

@@ -3,7 +3,8 @@ package controllers
 // ClusterOptions are the operator-wide settings the BindCluster reconciler
 // needs; cmd/manager fills them from flags.
 type ClusterOptions struct {
-	// BindImage is the default BIND 9.18 image when a cluster sets none.
+	// BindImage is the default BIND 9.18 image when a cluster sets none
+	// (bindv1alpha1.DefaultBindImage unless --bind-image says otherwise).
 	BindImage string
 	// AgentImage is the default agent sidecar image (the operator's own).
 	AgentImage string
@@ -17,8 +18,7 @@ type ClusterOptions struct {
 	NamedCheckconf string
 }
 
-// Defaults for ClusterOptions.
-const (
-	DefaultBindImage  = "docker.io/internetsystemsconsortium/bind9:9.18"
-	DefaultAgentImage = "git.unkin.net/unkin/bind-operator:latest"
-)
+// DefaultAgentImage is the agent sidecar image of clusters that name none
+// when the manager is not given another (--agent-image). The BIND image's
+// default is the API's, bindv1alpha1.DefaultBindImage.
+const DefaultAgentImage = "git.unkin.net/unkin/bind-operator:latest"

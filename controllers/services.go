@@ -14,7 +14,7 @@ import (
 
 func dnsPort(c *bindv1alpha1.BindCluster) int32 {
 	if c.Spec.Ports.DNS == 0 {
-		return 53
+		return bindv1alpha1.DefaultDNSPort
 	}
 	return c.Spec.Ports.DNS
 }
@@ -111,10 +111,10 @@ func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *netwo
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
 	agentPort, metricsPort := c.Spec.Ports.Agent, c.Spec.Ports.Metrics
 	if agentPort == 0 {
-		agentPort = 8453
+		agentPort = bindv1alpha1.DefaultAgentPort
 	}
 	if metricsPort == 0 {
-		metricsPort = 9119
+		metricsPort = bindv1alpha1.DefaultMetricsPort
 	}
 	dns := intstr.FromInt32(dnsPort(c))
 	agent := intstr.FromInt32(agentPort)

@@ -5,23 +5,16 @@ import (
 	"encoding/base64"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// tsigKeyBytes is the material length per algorithm: the HMAC's output size,
-// as RFC 2104 recommends and as tsig-keygen generates.
-var tsigKeyBytes = map[bindv1alpha1.TSIGAlgorithm]int{
-	"hmac-sha1":   20,
-	"hmac-sha224": 28,
-	"hmac-sha256": 32,
-	"hmac-sha384": 48,
-	"hmac-sha512": 64,
-}
-
-// generateTSIGSecret returns fresh base64 key material for the algorithm.
+// generateTSIGSecret returns fresh base64 key material for the algorithm,
+// as long as the algorithm's output (TSIGAlgorithm.KeyBytes).
 func generateTSIGSecret(alg bindv1alpha1.TSIGAlgorithm) (string, error) {
-	n, ok := tsigKeyBytes[alg]
-	if !ok {
+	n := alg.KeyBytes()
+	if n == 0 {
 		return "", fmt.Errorf("unsupported TSIG algorithm %q", alg)
 	}
 	buf := make([]byte, n)
@@ -47,18 +40,12 @@ func checkTSIGSecret(material []byte) error {
 	return nil
 }
 
-// tsigDefaults fills what the mutating webhook would, so the controller
-// behaves the same on objects created before the webhook existed.
+// tsigDefaults are the Secret, key name and algorithm of a key: the
+// stored ones, or the defaults the mutating webhook fills
+// (BindTSIGKey.SetDefaults), so the controller behaves the same on objects
+// stored without the webhook.
 func tsigDefaults(k *bindv1alpha1.BindTSIGKey) (secretName, keyName string, alg bindv1alpha1.TSIGAlgorithm) {
-	secretName, keyName, alg = k.Spec.SecretName, string(k.Spec.KeyName), k.Spec.Algorithm
-	if secretName == "" {
-		secretName = k.Name + "-tsig"
-	}
-	if keyName == "" {
-		keyName = k.Name
-	}
-	if alg == "" {
-		alg = "hmac-sha256"
-	}
-	return secretName, keyName, alg
+	d := bindv1alpha1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: k.Name}, Spec: k.Spec}
+	d.SetDefaults()
+	return d.Spec.SecretName, string(d.Spec.KeyName), d.Spec.Algorithm
 }

@@ -10,10 +10,6 @@ import (
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// DefaultTTL is the TTL of records when neither the record set nor the zone
-// sets one.
-const DefaultTTL int32 = 3600
-
 // Canonicalize returns sets in canonical form (see the package comment) and
 // the problems found on the way, with paths under fldPath indexed like the
 // input. A value or name that cannot be parsed is kept verbatim, so that the
@@ -95,7 +91,7 @@ func fillTTL(s *v1alpha1.RecordSet, defaultTTL int32) {
 		return
 	}
 	if defaultTTL <= 0 {
-		defaultTTL = DefaultTTL
+		defaultTTL = v1alpha1.DefaultTTL
 	}
 	t := v1alpha1.TTL(defaultTTL)
 	s.TTL = &t

@@ -10,10 +10,17 @@ import (
 // Apex is the owner name of the zone's apex in canonical form.
 const Apex = "@"
 
+// FoldName is a name with surrounding space removed and its case folded:
+// DNS names compare case-insensitively, so lowercase is their one spelling.
+// It keeps a trailing dot (absolute and relative names differ).
+func FoldName(name string) string {
+	return strings.ToLower(strings.TrimSpace(name))
+}
+
 // CanonicalZone returns a zone name in canonical form: lowercase, without
 // the trailing dot, "." for the root.
 func CanonicalZone(zone string) string {
-	z := strings.ToLower(strings.TrimSpace(zone))
+	z := FoldName(zone)
 	if z == "." || z == "" {
 		return z
 	}
@@ -33,7 +40,7 @@ func ZoneFQDN(zone string) string {
 // relative to zone ("@" for the apex). Absolute names (trailing dot) must lie
 // inside the zone.
 func RelativeName(zone, name string) (string, error) {
-	n := strings.ToLower(strings.TrimSpace(name))
+	n := FoldName(name)
 	if n == "" {
 		return "", fmt.Errorf("name must not be empty; use @ for the zone apex")
 	}
@@ -59,7 +66,7 @@ func RelativeName(zone, name string) (string, error) {
 // FQDN returns the absolute owner name (with trailing dot) of a relative or
 // absolute name in zone.
 func FQDN(zone, name string) string {
-	n := strings.ToLower(strings.TrimSpace(name))
+	n := FoldName(name)
 	origin := ZoneFQDN(zone)
 	switch {
 	case n == Apex || n == "":

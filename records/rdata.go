@@ -6,18 +6,27 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// Supported lists the record types the operator manages, in the order of
-// the API's RecordType enum.
-var Supported = []string{"A", "AAAA", "CNAME", "MX", "TXT", "SRV", "CAA", "PTR", "NS", "DS", "TLSA", "SSHFP", "HTTPS", "SVCB", "NAPTR", "DNAME", "LOC", "URI"}
-
+// supported maps the record types the operator manages (the API's
+// v1alpha1.RecordTypes) to their wire type.
 var supported = func() map[string]uint16 {
-	m := make(map[string]uint16, len(Supported))
-	for _, t := range Supported {
-		m[t] = dns.StringToType[t]
+	m := make(map[string]uint16, len(v1alpha1.RecordTypes))
+	for _, t := range v1alpha1.RecordTypes {
+		m[string(t)] = dns.StringToType[string(t)]
 	}
 	return m
+}()
+
+// supportedList is the types for messages, in the API's order.
+var supportedList = func() string {
+	names := make([]string, len(v1alpha1.RecordTypes))
+	for i, t := range v1alpha1.RecordTypes {
+		names[i] = string(t)
+	}
+	return strings.Join(names, ", ")
 }()
 
 // IsSupported reports whether t (uppercase) is a managed record type.
@@ -30,7 +39,7 @@ func IsSupported(t string) bool { _, ok := supported[t]; return ok }
 func ParseRR(zone, name, rrtype string, ttl uint32, value string) (dns.RR, error) {
 	t := strings.ToUpper(rrtype)
 	if !IsSupported(t) {
-		return nil, fmt.Errorf("record type %q is not supported; use one of %s", rrtype, strings.Join(Supported, ", "))
+		return nil, fmt.Errorf("record type %q is not supported; use one of %s", rrtype, supportedList)
 	}
 	for i := 0; i < len(value); i++ {
 		if c := value[i]; c < 0x20 || c == 0x7f {

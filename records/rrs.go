@@ -9,10 +9,10 @@ import (
 )
 
 // ToRRs turns a record set into the dns.RR that an RFC 2136 UPDATE adds.
-// A set without a TTL gets DefaultTTL; callers pass canonical sets, whose
+// A set without a TTL gets v1alpha1.DefaultTTL; callers pass canonical sets, whose
 // TTL the webhook has filled.
 func ToRRs(zone string, set v1alpha1.RecordSet) ([]dns.RR, error) {
-	ttl := uint32(DefaultTTL)
+	ttl := uint32(v1alpha1.DefaultTTL)
 	if set.TTL != nil {
 		ttl = uint32(*set.TTL)
 	}

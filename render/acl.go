@@ -126,7 +126,7 @@ func (m *model) matchElement(what string, e bindv1alpha1.AddressMatchElement, ac
 		s = `key "` + k + `"`
 	default:
 		switch e.Builtin {
-		case "any", "none", "localhost", "localnets":
+		case bindv1alpha1.BuiltinAny, bindv1alpha1.BuiltinNone, bindv1alpha1.BuiltinLocalhost, bindv1alpha1.BuiltinLocalnets:
 			s = string(e.Builtin)
 		default:
 			return "", fmt.Errorf("%s: builtin %q is not one of any, none, localhost or localnets", what, e.Builtin)

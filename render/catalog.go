@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"strings"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
 // writeCatalogZones declares the catalog zones. On the primary a catalog is
@@ -36,7 +38,7 @@ func writeCatalogConsumer(c *conf, m *model) {
 	if len(m.catalogs) == 0 {
 		return
 	}
-	interval := orDefault(m.cluster.Spec.Tuning.CatalogMinUpdateInterval, defaultCatalogMinUpdateInterval)
+	interval := orDefault(m.cluster.Spec.Tuning.CatalogMinUpdateInterval, bindv1alpha1.DefaultCatalogMinUpdateInterval)
 	c.open("catalog-zones {")
 	for _, cat := range m.catalogs {
 		c.line("zone %s default-primaries { %s; } min-update-interval %d zone-directory %s in-memory no;",

@@ -32,7 +32,7 @@ func writeDNSSECPolicy(c *conf, p *bindv1alpha1.BindDNSSECPolicy) {
 		}
 		life := k.Lifetime
 		if life == "" {
-			life = "unlimited"
+			life = bindv1alpha1.DNSSECLifetimeUnlimited
 		}
 		c.fail(checkDuration(kw+" lifetime", life))
 		alg := string(k.Algorithm)
@@ -90,7 +90,7 @@ func checkDuration(what, s string) error {
 	if s == "" {
 		return fmt.Errorf("%s is empty", what)
 	}
-	if s == "unlimited" {
+	if s == bindv1alpha1.DNSSECLifetimeUnlimited {
 		return nil
 	}
 	for _, r := range s {

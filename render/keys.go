@@ -3,29 +3,32 @@ package render
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// tsigAlgorithms are the HMACs BIND 9.18 accepts for TSIG (and that the
-// BindTSIGKey CRD allows). hmac-md5 is left out on purpose.
-var tsigAlgorithms = map[string]bool{
-	"hmac-sha1":   true,
-	"hmac-sha224": true,
-	"hmac-sha256": true,
-	"hmac-sha384": true,
-	"hmac-sha512": true,
-}
+// tsigAlgorithmList names the allowed algorithms for messages:
+// "hmac-sha1, ..., hmac-sha384 or hmac-sha512".
+var tsigAlgorithmList = func() string {
+	names := make([]string, len(bindv1alpha1.TSIGAlgorithms))
+	for i, a := range bindv1alpha1.TSIGAlgorithms {
+		names[i] = string(a)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}()
 
 func checkKey(what string, k TSIGKey) (TSIGKey, error) {
 	if err := safeName(what+" name", k.Name); err != nil {
 		return k, err
 	}
 	if k.Algorithm == "" {
-		k.Algorithm = "hmac-sha256"
+		k.Algorithm = string(bindv1alpha1.DefaultTSIGAlgorithm)
 	}
 	k.Algorithm = strings.ToLower(k.Algorithm)
-	if !tsigAlgorithms[k.Algorithm] {
-		return k, fmt.Errorf("%s %q uses algorithm %q; use one of hmac-sha1, hmac-sha224, hmac-sha256, hmac-sha384 or hmac-sha512", what, k.Name, k.Algorithm)
+	if !slices.Contains(bindv1alpha1.TSIGAlgorithms, bindv1alpha1.TSIGAlgorithm(k.Algorithm)) {
+		return k, fmt.Errorf("%s %q uses algorithm %q; use one of %s", what, k.Name, k.Algorithm, tsigAlgorithmList)
 	}
 	raw, err := base64.StdEncoding.DecodeString(k.Secret)
 	if err != nil || len(raw) == 0 {

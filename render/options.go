@@ -7,18 +7,10 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// Replication defaults. They mirror the CRD defaults of spec.tuning so that
-// an object that skipped defaulting (nil pointers) renders the same. BIND's
-// own defaults (notify-delay 5, rates of 20/s, min-update-interval 5) turn
-// milliseconds into seconds (DESIGN §8).
-const (
-	defaultNotifyDelay              = 0
-	defaultNotifyRate               = 1000
-	defaultStartupNotifyRate        = 1000
-	defaultSerialQueryRate          = 1000
-	defaultCatalogMinUpdateInterval = 0
-)
-
+// orDefault is *p, or the API's default d when the object skipped
+// defaulting (nil pointer) so that it renders the same. BIND's own defaults
+// (notify-delay 5, rates of 20/s, min-update-interval 5) turn milliseconds
+// into seconds (DESIGN §8); the API's do not.
 func orDefault(p *int32, d int32) int32 {
 	if p == nil {
 		return d
@@ -59,12 +51,12 @@ func writeOptions(c *conf, m *model, r role) {
 		// (also-notify { <pod-ip> key "K"; }), keyed because they leave
 		// from the pod IP rather than the Service address (DESIGN §3.4).
 		c.line("notify explicit;")
-		c.line("notify-delay %d;", orDefault(t.NotifyDelay, defaultNotifyDelay))
-		c.line("notify-rate %d;", orDefault(t.NotifyRate, defaultNotifyRate))
-		c.line("startup-notify-rate %d;", orDefault(t.StartupNotifyRate, defaultStartupNotifyRate))
+		c.line("notify-delay %d;", orDefault(t.NotifyDelay, bindv1alpha1.DefaultNotifyDelay))
+		c.line("notify-rate %d;", orDefault(t.NotifyRate, bindv1alpha1.DefaultNotifyRate))
+		c.line("startup-notify-rate %d;", orDefault(t.StartupNotifyRate, bindv1alpha1.DefaultStartupNotifyRate))
 	} else {
 		c.line("notify no;")
-		c.line("serial-query-rate %d;", orDefault(t.SerialQueryRate, defaultSerialQueryRate))
+		c.line("serial-query-rate %d;", orDefault(t.SerialQueryRate, bindv1alpha1.DefaultSerialQueryRate))
 		if len(m.notifyKeys) > 0 {
 			els := make([]string, len(m.notifyKeys))
 			for i, k := range m.notifyKeys {
@@ -127,11 +119,11 @@ func writeModeOptions(c *conf, m *model) {
 		c.line("forward %s;", forwardPolicy(rec.ForwardPolicy, bindv1alpha1.ForwardFirst))
 	}
 	switch rec.DNSSECValidation {
-	case "", "Auto":
+	case "", bindv1alpha1.DNSSECValidationAuto:
 		c.line("dnssec-validation auto;")
-	case "Yes":
+	case bindv1alpha1.DNSSECValidationYes:
 		c.line("dnssec-validation yes;")
-	case "No":
+	case bindv1alpha1.DNSSECValidationNo:
 		c.line("dnssec-validation no;")
 	default:
 		c.fail(fmt.Errorf("BindCluster spec.recursion.dnssecValidation %q is not Auto, Yes or No", rec.DNSSECValidation))

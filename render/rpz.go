@@ -73,13 +73,13 @@ func (m *model) loadPolicies() error {
 }
 
 var rpzOverrides = map[bindv1alpha1.RPZPolicyOverride]string{
-	"Given":    "given",
-	"Disabled": "disabled",
-	"Passthru": "passthru",
-	"NXDOMAIN": "nxdomain",
-	"NODATA":   "nodata",
-	"DROP":     "drop",
-	"TCPOnly":  "tcp-only",
+	bindv1alpha1.RPZOverrideGiven:    "given",
+	bindv1alpha1.RPZOverrideDisabled: "disabled",
+	bindv1alpha1.RPZOverridePassthru: "passthru",
+	bindv1alpha1.RPZOverrideNXDOMAIN: "nxdomain",
+	bindv1alpha1.RPZOverrideNODATA:   "nodata",
+	bindv1alpha1.RPZOverrideDrop:     "drop",
+	bindv1alpha1.RPZOverrideTCPOnly:  "tcp-only",
 }
 
 func rpzClause(zone string, p *bindv1alpha1.BindPolicy) string {
@@ -142,11 +142,11 @@ func writeRPZZones(c *conf, pols []*policyDef) {
 }
 
 var rpzActions = map[bindv1alpha1.RPZAction]string{
-	"NXDOMAIN": ".",
-	"NODATA":   "*.",
-	"PASSTHRU": "rpz-passthru.",
-	"DROP":     "rpz-drop.",
-	"TCPOnly":  "rpz-tcp-only.",
+	bindv1alpha1.ActionNXDOMAIN: ".",
+	bindv1alpha1.ActionNODATA:   "*.",
+	bindv1alpha1.ActionPassthru: "rpz-passthru.",
+	bindv1alpha1.ActionDrop:     "rpz-drop.",
+	bindv1alpha1.ActionTCPOnly:  "rpz-tcp-only.",
 }
 
 // rpzZoneFile renders the rules of a policy as zone data. Owners are
@@ -163,7 +163,7 @@ func rpzZoneFile(what, zone string, p *bindv1alpha1.BindPolicy) (string, error) 
 			return "", err
 		}
 		var target string
-		if r.Action == "Redirect" {
+		if r.Action == bindv1alpha1.ActionRedirect {
 			if r.RedirectTo == "" {
 				return "", fmt.Errorf("%s: a Redirect rule needs redirectTo", rw)
 			}

@@ -7,19 +7,15 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// SOA timers of a seed zone. NOTIFY is the fast path; these only bound how
-// stale a secondary can get when a NOTIFY is lost (DESIGN §3.6).
-const (
-	SeedRefresh = 300
-	SeedRetry   = 60
-	SeedExpire  = 1209600
-	SeedMinimum = 60
-	// DefaultTTL is a zone's $TTL when spec.defaultTTL is unset.
-	DefaultTTL = 3600
-)
+// SeedRefresh is the SOA refresh of a seed whose zone sets none: the API's
+// default (v1alpha1.DefaultSOARefresh), named here for the tests that
+// measure against it.
+const SeedRefresh = bindv1alpha1.DefaultSOARefresh
 
 // SeedZone is the initial file of a primary zone: an SOA (serial 1) and an
-// NS record for the SOA MNAME. defaultTTL <= 0 means DefaultTTL.
+// NS record for the SOA MNAME. SOA fields left unset and defaultTTL <= 0
+// take the API's defaults (v1alpha1.DefaultSOARefresh ..., DefaultTTL); an
+// unset MNAME is ns1.<zone> (the controller always names one).
 //
 // BIND refuses to load a zone whose NS target lies inside the zone without
 // an address ("NS 'ns1.example.com' has no address records"), and the
@@ -47,20 +43,20 @@ func SeedZoneWithGlue(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int
 	if soa.PrimaryNameServer != "" {
 		mname = fqdn(string(soa.PrimaryNameServer))
 	}
-	rname := sub("hostmaster")
+	rname := sub(bindv1alpha1.DefaultSOAResponsiblePerson)
 	if soa.ResponsiblePerson != "" {
 		rname = fqdn(string(soa.ResponsiblePerson))
 	}
 	if defaultTTL <= 0 {
-		defaultTTL = DefaultTTL
+		defaultTTL = bindv1alpha1.DefaultTTL
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "; Seed of zone %s, rendered by bind-operator. Records arrive as dynamic updates.\n", origin)
 	fmt.Fprintf(&b, "$ORIGIN %s\n", origin)
 	fmt.Fprintf(&b, "$TTL %d\n", defaultTTL)
 	fmt.Fprintf(&b, "@\tIN\tSOA\t%s %s 1 %d %d %d %d\n", mname, rname,
-		orDefault(soa.Refresh, SeedRefresh), orDefault(soa.Retry, SeedRetry),
-		orDefault(soa.Expire, SeedExpire), orDefault(soa.Minimum, SeedMinimum))
+		orDefault(soa.Refresh, bindv1alpha1.DefaultSOARefresh), orDefault(soa.Retry, bindv1alpha1.DefaultSOARetry),
+		orDefault(soa.Expire, bindv1alpha1.DefaultSOAExpire), orDefault(soa.Minimum, bindv1alpha1.DefaultSOAMinimum))
 	fmt.Fprintf(&b, "@\tIN\tNS\t%s\n", mname)
 	if inZone(mname, origin) {
 		var v4, v6 []string

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -30,101 +29,25 @@ var (
 	_ admission.Validator[*v1alpha1.BindCluster] = &BindClusterWebhook{}
 )
 
-// Defaults of a BindCluster that the CRD does not fill (or fills only when
-// the parent object is present).
-const (
-	defaultReplicas     int32 = 3
-	defaultDNSPort      int32 = 53
-	defaultAgentPort    int32 = 8453
-	defaultMetricsPort  int32 = 9119
-	defaultNotifyRate   int32 = 1000
-	defaultSerialQRate  int32 = 1000
-	defaultStorageSize        = "1Gi"
-	reservedLabelPrefix       = "bind.unkin.net/"
-)
+// reservedLabelPrefix is this API group's prefix: labels and annotations
+// under it belong to the operator.
+const reservedLabelPrefix = "bind.unkin.net/"
 
-// Default fills every default so that the stored object says exactly what
-// runs; the controllers never guess.
+// Default fills every default (BindCluster.SetDefaults) so that the stored
+// object says exactly what runs, and canonicalises addresses and option
+// text; the controllers never guess.
 func (w *BindClusterWebhook) Default(_ context.Context, c *v1alpha1.BindCluster) error {
-	DefaultBindClusterSpec(&c.Spec, w.DefaultImage, w.DefaultAgentImage)
-	return nil
-}
-
-// DefaultBindClusterSpec fills the defaults of a cluster spec.
-func DefaultBindClusterSpec(s *v1alpha1.BindClusterSpec, image, agentImage string) {
-	if s.Mode == "" {
-		s.Mode = v1alpha1.ModeAuthoritative
-	}
-	if s.Replicas == nil {
-		s.Replicas = ptr(defaultReplicas)
-	}
-	if s.Image == "" {
-		s.Image = image
-	}
-	if s.AgentImage == "" && agentImage != "" {
-		s.AgentImage = agentImage
-	}
-	if s.ImagePullPolicy == "" {
-		s.ImagePullPolicy = "IfNotPresent"
-	}
-	if s.Ports.DNS == 0 {
-		s.Ports.DNS = defaultDNSPort
-	}
-	if s.Ports.Agent == 0 {
-		s.Ports.Agent = defaultAgentPort
-	}
-	if s.Ports.Metrics == 0 {
-		s.Ports.Metrics = defaultMetricsPort
-	}
-	if s.PrimaryService.Type == "" {
-		s.PrimaryService.Type = "ClusterIP"
-	}
-	if s.QueryService.Type == "" {
-		s.QueryService.Type = "ClusterIP"
-	}
-	t := &s.Tuning
-	if t.NotifyDelay == nil {
-		t.NotifyDelay = ptr(int32(0))
-	}
-	if t.NotifyRate == nil {
-		t.NotifyRate = ptr(defaultNotifyRate)
-	}
-	if t.StartupNotifyRate == nil {
-		t.StartupNotifyRate = ptr(defaultNotifyRate)
-	}
-	if t.SerialQueryRate == nil {
-		t.SerialQueryRate = ptr(defaultSerialQRate)
-	}
-	if t.CatalogMinUpdateInterval == nil {
-		t.CatalogMinUpdateInterval = ptr(int32(0))
-	}
-	if s.Storage == nil {
-		s.Storage = &v1alpha1.StorageSpec{}
-	}
-	if s.Storage.Enabled == nil {
-		s.Storage.Enabled = ptr(true)
-	}
-	if *s.Storage.Enabled && s.Storage.Size == nil {
-		q := resource.MustParse(defaultStorageSize)
-		s.Storage.Size = &q
-	}
-	if s.Mode == v1alpha1.ModeResolver {
-		if s.Recursion == nil {
-			s.Recursion = &v1alpha1.RecursionSpec{}
-		}
-		if s.Recursion.ForwardPolicy == "" {
-			s.Recursion.ForwardPolicy = v1alpha1.ForwardFirst
-		}
-		if s.Recursion.DNSSECValidation == "" {
-			s.Recursion.DNSSECValidation = "Auto"
-		}
-		defaultAddressList(s.Recursion.AllowRecursion)
-		defaultForwarders(s.Recursion.Forwarders)
+	c.SetDefaults(w.DefaultImage, w.DefaultAgentImage)
+	s := &c.Spec
+	if r := s.Recursion; r != nil {
+		defaultAddressList(r.AllowRecursion)
+		defaultForwarders(r.Forwarders)
 	}
 	defaultAddressList(s.AllowQuery)
 	for i := range s.ExtraOptions {
 		s.ExtraOptions[i] = strings.TrimSpace(s.ExtraOptions[i])
 	}
+	return nil
 }
 
 // ValidateCreate validates a new cluster.
@@ -174,9 +97,9 @@ func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) f
 		errs = append(errs, field.Invalid(fldPath.Child("replicas"), *s.Replicas, "must be between 1 and 15: one primary and up to 14 secondaries"))
 	}
 	if strings.TrimSpace(s.Image) == "" {
-		errs = append(errs, field.Required(fldPath.Child("image"), "set a BIND 9.18 image, e.g. "+DefaultBindImage))
+		errs = append(errs, field.Required(fldPath.Child("image"), "set a BIND 9.18 image, e.g. "+v1alpha1.DefaultBindImage))
 	} else if strings.ContainsAny(s.Image, " \t\n") {
-		errs = append(errs, field.Invalid(fldPath.Child("image"), s.Image, "an image reference has no whitespace, e.g. "+DefaultBindImage))
+		errs = append(errs, field.Invalid(fldPath.Child("image"), s.Image, "an image reference has no whitespace, e.g. "+v1alpha1.DefaultBindImage))
 	}
 	ports := fldPath.Child("ports")
 	p := s.Ports

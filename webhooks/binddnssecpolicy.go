@@ -25,21 +25,10 @@ var (
 	_ admission.Validator[*v1alpha1.BindDNSSECPolicy] = &BindDNSSECPolicyWebhook{}
 )
 
-// defaultRSAKeySize is BIND's default for RSA keys, written out so the
-// stored policy says what signs.
-const defaultRSAKeySize int32 = 2048
-
-// Default fills each key's lifetime ("unlimited") and RSA key size.
+// Default fills each key's lifetime and RSA key size
+// (BindDNSSECPolicy.SetDefaults).
 func (w *BindDNSSECPolicyWebhook) Default(_ context.Context, p *v1alpha1.BindDNSSECPolicy) error {
-	for i := range p.Spec.Keys {
-		k := &p.Spec.Keys[i]
-		if k.Lifetime == "" {
-			k.Lifetime = "unlimited"
-		}
-		if strings.HasPrefix(string(k.Algorithm), "rsa") && k.KeySize == nil {
-			k.KeySize = ptr(defaultRSAKeySize)
-		}
-	}
+	p.SetDefaults()
 	return nil
 }
 
@@ -103,7 +92,7 @@ func ValidateBindDNSSECPolicySpec(s *v1alpha1.BindDNSSECPolicySpec, fldPath *fie
 		errs = append(errs, field.Invalid(fldPath.Child("signaturesRefresh"), s.SignaturesRefresh, fmt.Sprintf("must be shorter than signaturesValidityDNSKEY (%s), or DNSKEY signatures expire before they are refreshed", s.SignaturesValidityDNSKEY)))
 	}
 	for i, k := range s.Keys {
-		if k.Lifetime == "" || k.Lifetime == "unlimited" {
+		if k.Lifetime == "" || k.Lifetime == v1alpha1.DNSSECLifetimeUnlimited {
 			continue
 		}
 		if d, err := ParseBINDDuration(k.Lifetime); err != nil {

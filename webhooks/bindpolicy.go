@@ -29,21 +29,13 @@ var (
 
 // Default canonicalises the zone name, rule matches (names lowercase
 // without trailing dot, addresses in standard form) and redirect targets,
-// and fills trigger, policyOverride and log. Rule order is kept.
+// and fills the defaults (BindPolicy.SetDefaults). Rule order is kept.
 func (w *BindPolicyWebhook) Default(_ context.Context, p *v1alpha1.BindPolicy) error {
+	p.SetDefaults()
 	s := &p.Spec
 	s.ZoneName = v1alpha1.DomainName(records.CanonicalZone(string(s.ZoneName)))
-	if s.PolicyOverride == "" {
-		s.PolicyOverride = "Given"
-	}
-	if s.Log == nil {
-		s.Log = ptr(true)
-	}
 	for i := range s.Rules {
 		r := &s.Rules[i]
-		if r.Trigger == "" {
-			r.Trigger = v1alpha1.TriggerQName
-		}
 		r.Match = canonicalMatch(r.Trigger, r.Match)
 		if r.RedirectTo != "" {
 			r.RedirectTo = v1alpha1.DomainName(records.CanonicalZone(string(r.RedirectTo)))
@@ -116,7 +108,7 @@ func ValidateBindPolicySpec(s *v1alpha1.BindPolicySpec, fldPath *field.Path) fie
 		rp := fldPath.Child("rules").Index(i)
 		trigger := r.Trigger
 		if trigger == "" {
-			trigger = v1alpha1.TriggerQName
+			trigger = v1alpha1.DefaultRPZTrigger
 		}
 		m := canonicalMatch(trigger, r.Match)
 		switch trigger {

@@ -28,38 +28,15 @@ var (
 	_ admission.Validator[*v1alpha1.BindTSIGKey] = &BindTSIGKeyWebhook{}
 )
 
-// DefaultTSIGAlgorithm is the algorithm of keys that name none.
-const DefaultTSIGAlgorithm v1alpha1.TSIGAlgorithm = "hmac-sha256"
-
-// reservedKeyNames are key names the operator or BIND use themselves.
-var reservedKeyNames = map[string]string{
-	"rndc-key": "it is BIND's control-channel key",
-}
-
-// Default fills keyName, algorithm and secretName and normalises the
-// secret template.
+// Default fills keyName, algorithm and secretName (BindTSIGKey.SetDefaults),
+// canonicalises keyName (lowercase, no trailing dot: on the wire TSIG names
+// compare case-insensitively), and drops empty template maps, then an
+// empty template, so that "secretTemplate: {}" and no template are one
+// stored form.
 func (w *BindTSIGKeyWebhook) Default(_ context.Context, k *v1alpha1.BindTSIGKey) error {
-	DefaultBindTSIGKey(k)
-	return nil
-}
-
-// DefaultBindTSIGKey: keyName = metadata.name (lowercase, no trailing dot,
-// as on the wire TSIG names compare case-insensitively), algorithm =
-// hmac-sha256, secretName = "<name>-tsig"; empty template maps are dropped,
-// then an empty template, so that "secretTemplate: {}" and no template are
-// one stored form.
-func DefaultBindTSIGKey(k *v1alpha1.BindTSIGKey) {
+	k.SetDefaults()
 	s := &k.Spec
-	if s.KeyName == "" {
-		s.KeyName = v1alpha1.DomainName(k.Name)
-	}
 	s.KeyName = v1alpha1.DomainName(records.CanonicalZone(string(s.KeyName)))
-	if s.Algorithm == "" {
-		s.Algorithm = DefaultTSIGAlgorithm
-	}
-	if s.SecretName == "" && k.Name != "" {
-		s.SecretName = k.Name + "-tsig"
-	}
 	if t := s.SecretTemplate; t != nil {
 		if len(t.Labels) == 0 {
 			t.Labels = nil
@@ -71,6 +48,7 @@ func DefaultBindTSIGKey(k *v1alpha1.BindTSIGKey) {
 			s.SecretTemplate = nil
 		}
 	}
+	return nil
 }
 
 // ValidateCreate validates a new key.
@@ -132,7 +110,7 @@ func ValidateBindTSIGKeySpec(s *v1alpha1.BindTSIGKeySpec, fldPath *field.Path) f
 		if kn == "." {
 			errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, "a key needs a name such as transfer-key or update.example.com"))
 		}
-		if why, ok := reservedKeyNames[kn]; ok {
+		if why, ok := v1alpha1.ReservedTSIGKeyNames[kn]; ok {
 			errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, fmt.Sprintf("%q is reserved (%s); choose another keyName", kn, why)))
 		}
 	}

@@ -24,9 +24,11 @@ var (
 	_ admission.Validator[*v1alpha1.BindView] = &BindViewWebhook{}
 )
 
-// Default canonicalises the addresses. recursion stays unset when unset:
-// it then follows the cluster's mode, which can be read only at render.
+// Default fills the order (BindView.SetDefaults) and canonicalises the
+// addresses. recursion stays unset when unset: it then follows the
+// cluster's mode, which can be read only at render.
 func (w *BindViewWebhook) Default(_ context.Context, v *v1alpha1.BindView) error {
+	v.SetDefaults()
 	defaultAddressList(v.Spec.MatchClients)
 	defaultAddressList(v.Spec.MatchDestinations)
 	defaultAddressList(v.Spec.AllowRecursion)

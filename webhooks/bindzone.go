@@ -25,76 +25,27 @@ var (
 	_ admission.Validator[*v1alpha1.BindZone] = &BindZoneWebhook{}
 )
 
-// Seed SOA timers (DESIGN §3.6): NOTIFY is the fast path, these bound how
-// stale a secondary can get when a NOTIFY is lost.
-const (
-	soaRefresh int32 = 300
-	soaRetry   int32 = 60
-	soaExpire  int32 = 1209600
-	soaMinimum int32 = 60
-)
-
-// Default normalises the zone; see DefaultBindZoneSpec.
+// Default canonicalises the zone's names (records package), fills the
+// defaults (BindZone.SetDefaults) and canonicalises the records of a
+// Primary zone. Bad records are left for validation.
 func (w *BindZoneWebhook) Default(_ context.Context, z *v1alpha1.BindZone) error {
-	DefaultBindZoneSpec(&z.Spec)
-	return nil
-}
-
-// DefaultBindZoneSpec lowercases zoneName and drops its trailing dot, fills
-// type, defaultTTL and the SOA of Primary zones, and canonicalises the
-// records (records package). Bad records are left for validation.
-func DefaultBindZoneSpec(s *v1alpha1.BindZoneSpec) {
+	s := &z.Spec
 	s.ZoneName = v1alpha1.DomainName(records.CanonicalZone(string(s.ZoneName)))
-	if s.Type == "" {
-		s.Type = v1alpha1.ZonePrimary
+	z.SetDefaults()
+	if soa := s.SOA; soa != nil {
+		if soa.PrimaryNameServer != "" {
+			soa.PrimaryNameServer = v1alpha1.DomainName(records.CanonicalZone(string(soa.PrimaryNameServer)))
+		}
+		soa.ResponsiblePerson = v1alpha1.DomainName(records.CanonicalZone(string(soa.ResponsiblePerson)))
 	}
-	if s.Type == v1alpha1.ZonePrimary {
-		if s.DefaultTTL == nil {
-			t := v1alpha1.TTL(records.DefaultTTL)
-			s.DefaultTTL = &t
-		}
-		if s.SOA == nil {
-			s.SOA = &v1alpha1.SOASpec{}
-		}
-		defaultSOA(s.SOA, string(s.ZoneName))
-		if len(s.Records) > 0 {
-			s.Records, _ = records.Canonicalize(string(s.ZoneName), s.Records, int32(*s.DefaultTTL), field.NewPath("spec", "records"))
-		}
-	}
-	if s.Type == v1alpha1.ZoneForward && s.ForwardPolicy == "" {
-		s.ForwardPolicy = v1alpha1.ForwardOnly
+	if s.Type == v1alpha1.ZonePrimary && len(s.Records) > 0 {
+		s.Records, _ = records.Canonicalize(string(s.ZoneName), s.Records, z.EffectiveDefaultTTL(), field.NewPath("spec", "records"))
 	}
 	defaultAddressList(s.AllowTransfer)
 	defaultAddressList(s.AllowQuery)
 	defaultForwarders(s.Forwarders)
 	defaultRemoteServers(s.Primaries)
-}
-
-func defaultSOA(soa *v1alpha1.SOASpec, zone string) {
-	// An unset MNAME stays unset: the controller names the cluster's query
-	// Service, which lies outside the zone. A default inside the zone
-	// (ns1.<zone>) would need an address record BIND 9.18 insists on before
-	// it loads the zone.
-	if soa.PrimaryNameServer != "" {
-		soa.PrimaryNameServer = v1alpha1.DomainName(records.CanonicalZone(string(soa.PrimaryNameServer)))
-	}
-	if soa.ResponsiblePerson == "" {
-		soa.ResponsiblePerson = v1alpha1.DomainName(records.CanonicalZone("hostmaster." + records.ZoneFQDN(zone)))
-	} else {
-		soa.ResponsiblePerson = v1alpha1.DomainName(records.CanonicalZone(string(soa.ResponsiblePerson)))
-	}
-	if soa.Refresh == nil {
-		soa.Refresh = ptr(soaRefresh)
-	}
-	if soa.Retry == nil {
-		soa.Retry = ptr(soaRetry)
-	}
-	if soa.Expire == nil {
-		soa.Expire = ptr(soaExpire)
-	}
-	if soa.Minimum == nil {
-		soa.Minimum = ptr(soaMinimum)
-	}
+	return nil
 }
 
 // ValidateCreate validates a new zone.
@@ -137,7 +88,7 @@ func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.E
 	}
 	if len(s.Records) > 0 {
 		rp := fldPath.Child("records")
-		canon, recErrs := records.Canonicalize(zone, s.Records, records.DefaultTTL, rp)
+		canon, recErrs := records.Canonicalize(zone, s.Records, v1alpha1.DefaultTTL, rp)
 		errs = append(errs, recErrs...)
 		if len(recErrs) == 0 {
 			// Paths of the set rules index the canonical list, which is the

@@ -3,7 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -44,12 +44,13 @@ func (w *DNSRecordWebhook) zoneOf(ctx context.Context, r *v1alpha1.DNSRecord) *v
 }
 
 // Default canonicalises the record set against its zone: owner name made
-// relative, rdata canonical, TTL from the zone's defaultTTL. Without the
-// zone (not created yet) only the zone-independent parts are normalised
-// (case of name and type, order and duplicates of values) and the TTL is
-// left unset: guessing would make absolute names and relative rdata wrong.
+// relative, rdata canonical, TTL from the zone's defaultTTL
+// (DNSRecord.SetDefaults). Without the zone (not created yet) only the
+// zone-independent parts are normalised (case of name and type, order and
+// duplicates of values) and the TTL is left unset: guessing would make
+// absolute names and relative rdata wrong.
 func (w *DNSRecordWebhook) Default(ctx context.Context, r *v1alpha1.DNSRecord) error {
-	DefaultDNSRecordSpec(&r.Spec, w.zoneOf(ctx, r))
+	defaultDNSRecord(r, w.zoneOf(ctx, r))
 	// The finalizer comes with the object: added by the controller it
 	// cost every DNSRecord one more write and two more admission calls,
 	// a third of what a GitOps tool applying thousands of them waits for.
@@ -61,35 +62,21 @@ func (w *DNSRecordWebhook) Default(ctx context.Context, r *v1alpha1.DNSRecord) e
 	return nil
 }
 
-// DefaultDNSRecordSpec normalises a record set; zone may be nil.
-func DefaultDNSRecordSpec(s *v1alpha1.DNSRecordSpec, zone *v1alpha1.BindZone) {
-	set := v1alpha1.RecordSet{Name: s.Name, Type: s.Type, TTL: s.TTL, Values: s.Values}
+// defaultDNSRecord normalises a record set; zone may be nil.
+func defaultDNSRecord(r *v1alpha1.DNSRecord, zone *v1alpha1.BindZone) {
+	s := &r.Spec
 	if zone == nil || zone.Spec.ZoneName == "" {
-		s.Name = v1alpha1.RecordName(strings.ToLower(strings.TrimSpace(string(s.Name))))
+		s.Name = v1alpha1.RecordName(records.FoldName(string(s.Name)))
 		s.Type = v1alpha1.RecordType(strings.ToUpper(string(s.Type)))
 		if s.Values != nil {
-			vs := append([]string(nil), s.Values...)
-			sort.Strings(vs)
-			s.Values = dedupSorted(vs)
+			s.Values = slices.Compact(slices.Sorted(slices.Values(s.Values)))
 		}
 		return
 	}
-	ttl := records.DefaultTTL
-	if zone.Spec.DefaultTTL != nil {
-		ttl = int32(*zone.Spec.DefaultTTL)
-	}
-	out, _ := records.CanonicalizeSet(string(zone.Spec.ZoneName), set, ttl, field.NewPath("spec"))
+	set := v1alpha1.RecordSet{Name: s.Name, Type: s.Type, TTL: s.TTL, Values: s.Values}
+	out, _ := records.CanonicalizeSet(string(zone.Spec.ZoneName), set, 0, field.NewPath("spec"))
 	s.Name, s.Type, s.TTL, s.Values = out.Name, out.Type, out.TTL, out.Values
-}
-
-func dedupSorted(vs []string) []string {
-	out := vs[:0]
-	for i, v := range vs {
-		if i == 0 || v != vs[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
+	r.SetDefaults(zone)
 }
 
 // ValidateCreate validates a new record.
@@ -145,7 +132,7 @@ func ValidateDNSRecordSpec(s *v1alpha1.DNSRecordSpec, zoneName string, fldPath *
 		}
 	}
 	set := v1alpha1.RecordSet{Name: v1alpha1.RecordName(name), Type: s.Type, TTL: s.TTL, Values: s.Values}
-	canon, errs := records.CanonicalizeSet(zone, set, records.DefaultTTL, fldPath)
+	canon, errs := records.CanonicalizeSet(zone, set, v1alpha1.DefaultTTL, fldPath)
 	if len(errs) > 0 {
 		return errs
 	}

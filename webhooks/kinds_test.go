@@ -42,7 +42,7 @@ func TestDefaultIdempotent(t *testing.T) {
 	check("DNSRecord", r, func() { _ = ws.record.Default(ctx, r) })
 	zoneObj := &v1alpha1.BindZone{Spec: v1alpha1.BindZoneSpec{ZoneName: "example.com", DefaultTTL: &ttl}}
 	r2 := &v1alpha1.DNSRecord{Spec: v1alpha1.DNSRecordSpec{Name: "Host.Example.com.", Type: "AAAA", Values: []string{"2001:DB8::1"}}}
-	check("DNSRecord(zone)", r2, func() { DefaultDNSRecordSpec(&r2.Spec, zoneObj) })
+	check("DNSRecord(zone)", r2, func() { defaultDNSRecord(r2, zoneObj) })
 	if r2.Spec.Name != "host" || *r2.Spec.TTL != 60 || r2.Spec.Values[0] != "2001:db8::1" {
 		t.Errorf("record defaults: %+v", r2.Spec)
 	}

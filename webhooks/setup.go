@@ -10,10 +10,6 @@ import (
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// DefaultBindImage is the BIND 9.18 image a BindCluster runs when
-// spec.image is empty and Options.DefaultImage is not set.
-const DefaultBindImage = "docker.io/internetsystemsconsortium/bind9:9.18"
-
 // Options configure the webhooks. The zero value works: default image,
 // pod CIDRs derived from Nodes only when DerivePodCIDRsFromNodes is set.
 type Options struct {
@@ -23,7 +19,8 @@ type Options struct {
 	// DerivePodCIDRsFromNodes reads Nodes' spec.podCIDRs at admission when
 	// PodCIDRs is empty. Needs list on nodes.
 	DerivePodCIDRsFromNodes bool
-	// DefaultImage fills BindCluster spec.image. Empty: DefaultBindImage.
+	// DefaultImage fills BindCluster spec.image. Empty:
+	// v1alpha1.DefaultBindImage.
 	DefaultImage string
 	// DefaultAgentImage fills BindCluster spec.agentImage (the operator's
 	// own image). Empty: left unset for the controller to decide.
@@ -71,12 +68,8 @@ func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling webhook policy rules: %w", err)
 	}
-	image := opts.DefaultImage
-	if image == "" {
-		image = DefaultBindImage
-	}
 	w := &webhooks{
-		cluster: &BindClusterWebhook{Reader: r, Engine: engine, DefaultImage: image, DefaultAgentImage: opts.DefaultAgentImage,
+		cluster: &BindClusterWebhook{Reader: r, Engine: engine, DefaultImage: opts.DefaultImage, DefaultAgentImage: opts.DefaultAgentImage,
 			PodNetwork: podNetworkSource{r: r, cidrs: opts.PodCIDRs, deriveFromNode: opts.DerivePodCIDRsFromNodes}},
 		zone:    &BindZoneWebhook{Reader: r},
 		record:  &DNSRecordWebhook{Reader: r},

@@ -21,6 +21,15 @@ const (
 // +kubebuilder:validation:Enum=Auto;Yes;No
 type DNSSECValidation string
 
+const (
+	// DNSSECValidationAuto validates with BIND's built-in trust anchor.
+	DNSSECValidationAuto DNSSECValidation = "Auto"
+	// DNSSECValidationYes validates with configured trust anchors.
+	DNSSECValidationYes DNSSECValidation = "Yes"
+	// DNSSECValidationNo does not validate.
+	DNSSECValidationNo DNSSECValidation = "No"
+)
+
 // BindClusterSpec describes a StatefulSet of BIND pods. Ordinal 0 is the
 // primary; the other ordinals are secondaries that replicate from it.
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Resolver' || !has(self.recursion)",message="recursion settings only apply to a Resolver cluster; set mode: Resolver or remove spec.recursion."

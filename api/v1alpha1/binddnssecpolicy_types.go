@@ -8,9 +8,32 @@ import (
 // +kubebuilder:validation:Enum=KSK;ZSK;CSK
 type DNSSECKeyRole string
 
+const (
+	// RoleKSK signs the DNSKEY set.
+	RoleKSK DNSSECKeyRole = "KSK"
+	// RoleZSK signs the zone's data.
+	RoleZSK DNSSECKeyRole = "ZSK"
+	// RoleCSK does both.
+	RoleCSK DNSSECKeyRole = "CSK"
+)
+
 // DNSSECAlgorithm is a DNSSEC signing algorithm BIND 9.18 supports.
 // +kubebuilder:validation:Enum=rsasha256;rsasha512;ecdsap256sha256;ecdsap384sha384;ed25519;ed448
 type DNSSECAlgorithm string
+
+const (
+	DNSSECRSASHA256       DNSSECAlgorithm = "rsasha256"
+	DNSSECRSASHA512       DNSSECAlgorithm = "rsasha512"
+	DNSSECECDSAP256SHA256 DNSSECAlgorithm = "ecdsap256sha256"
+	DNSSECECDSAP384SHA384 DNSSECAlgorithm = "ecdsap384sha384"
+	DNSSECED25519         DNSSECAlgorithm = "ed25519"
+	DNSSECED448           DNSSECAlgorithm = "ed448"
+)
+
+// IsRSA reports whether keys of the algorithm have a configurable size.
+func (a DNSSECAlgorithm) IsRSA() bool {
+	return a == DNSSECRSASHA256 || a == DNSSECRSASHA512
+}
 
 // BINDDuration is a BIND duration: ISO 8601 (P90D, PT1H, P1Y2M) or
 // BIND's TTL style (90d, 1h, 3600).

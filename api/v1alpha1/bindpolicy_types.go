@@ -25,9 +25,41 @@ const (
 // +kubebuilder:validation:Enum=NXDOMAIN;NODATA;PASSTHRU;DROP;TCPOnly;Redirect
 type RPZAction string
 
+const (
+	// ActionNXDOMAIN answers that the name does not exist.
+	ActionNXDOMAIN RPZAction = "NXDOMAIN"
+	// ActionNODATA answers that the name has no data of the type.
+	ActionNODATA RPZAction = "NODATA"
+	// ActionPassthru answers normally (an exception to other rules).
+	ActionPassthru RPZAction = "PASSTHRU"
+	// ActionDrop does not answer.
+	ActionDrop RPZAction = "DROP"
+	// ActionTCPOnly makes UDP clients retry over TCP.
+	ActionTCPOnly RPZAction = "TCPOnly"
+	// ActionRedirect answers with a CNAME to redirectTo.
+	ActionRedirect RPZAction = "Redirect"
+)
+
 // RPZPolicyOverride replaces the actions of every rule of a policy.
 // +kubebuilder:validation:Enum=Given;Disabled;Passthru;NXDOMAIN;NODATA;DROP;TCPOnly
 type RPZPolicyOverride string
+
+const (
+	// RPZOverrideGiven keeps each rule's own action.
+	RPZOverrideGiven RPZPolicyOverride = "Given"
+	// RPZOverrideDisabled logs matches without acting on them.
+	RPZOverrideDisabled RPZPolicyOverride = "Disabled"
+	// RPZOverridePassthru answers every match normally.
+	RPZOverridePassthru RPZPolicyOverride = "Passthru"
+	// RPZOverrideNXDOMAIN answers every match with NXDOMAIN.
+	RPZOverrideNXDOMAIN RPZPolicyOverride = "NXDOMAIN"
+	// RPZOverrideNODATA answers every match with NODATA.
+	RPZOverrideNODATA RPZPolicyOverride = "NODATA"
+	// RPZOverrideDrop drops every match.
+	RPZOverrideDrop RPZPolicyOverride = "DROP"
+	// RPZOverrideTCPOnly sends every matching UDP client to TCP.
+	RPZOverrideTCPOnly RPZPolicyOverride = "TCPOnly"
+)
 
 // RPZRule is one rule of a response policy.
 // +kubebuilder:validation:XValidation:rule="self.action == 'Redirect' ? has(self.redirectTo) : !has(self.redirectTo)",message="redirectTo is required for the Redirect action and only allowed with it."

@@ -5,8 +5,51 @@ import (
 )
 
 // TSIGAlgorithm is an HMAC algorithm BIND 9.18 supports for TSIG.
+// hmac-md5 is left out on purpose.
 // +kubebuilder:validation:Enum=hmac-sha1;hmac-sha224;hmac-sha256;hmac-sha384;hmac-sha512
 type TSIGAlgorithm string
+
+const (
+	TSIGHMACSHA1   TSIGAlgorithm = "hmac-sha1"
+	TSIGHMACSHA224 TSIGAlgorithm = "hmac-sha224"
+	TSIGHMACSHA256 TSIGAlgorithm = "hmac-sha256"
+	TSIGHMACSHA384 TSIGAlgorithm = "hmac-sha384"
+	TSIGHMACSHA512 TSIGAlgorithm = "hmac-sha512"
+)
+
+// TSIGAlgorithms are the algorithms of the enum above, in its order: the
+// allow-list of the controller that generates material and of render.
+var TSIGAlgorithms = []TSIGAlgorithm{TSIGHMACSHA1, TSIGHMACSHA224, TSIGHMACSHA256, TSIGHMACSHA384, TSIGHMACSHA512}
+
+// KeyBytes is the length of the material the operator generates for the
+// algorithm: the HMAC's output size, as RFC 2104 recommends and as
+// tsig-keygen generates. 0 for an algorithm outside TSIGAlgorithms.
+func (a TSIGAlgorithm) KeyBytes() int {
+	switch a {
+	case TSIGHMACSHA1:
+		return 20
+	case TSIGHMACSHA224:
+		return 28
+	case TSIGHMACSHA256:
+		return 32
+	case TSIGHMACSHA384:
+		return 48
+	case TSIGHMACSHA512:
+		return 64
+	}
+	return 0
+}
+
+// ControlKeyName is the name of the key the operator generates for named's
+// control channel (rndc), which the agent signs its commands with.
+const ControlKeyName = "bind-operator-control"
+
+// ReservedTSIGKeyNames are key names a BindTSIGKey may not take, with why:
+// a second key of that name would clash in named.conf.
+var ReservedTSIGKeyNames = map[string]string{
+	"rndc-key":     "it is BIND's own control-channel key",
+	ControlKeyName: "it is the operator's control-channel key",
+}
 
 // Keys of the data in a TSIG key Secret.
 const (

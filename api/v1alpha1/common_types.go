@@ -59,6 +59,17 @@ type DomainName string
 // +kubebuilder:validation:Enum=any;none;localhost;localnets
 type BuiltinACL string
 
+const (
+	// BuiltinAny matches every client.
+	BuiltinAny BuiltinACL = "any"
+	// BuiltinNone matches no client.
+	BuiltinNone BuiltinACL = "none"
+	// BuiltinLocalhost matches the server's own addresses.
+	BuiltinLocalhost BuiltinACL = "localhost"
+	// BuiltinLocalnets matches the networks the server is attached to.
+	BuiltinLocalnets BuiltinACL = "localnets"
+)
+
 // AddressMatchElement is one element of a BIND address_match_list. Exactly
 // one of address, aclRef, keyRef and builtin is set; negate turns the element
 // into "! element". Elements are structured rather than free text so that no

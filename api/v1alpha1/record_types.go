@@ -4,6 +4,10 @@ package v1alpha1
 // +kubebuilder:validation:Enum=A;AAAA;CNAME;MX;TXT;SRV;CAA;PTR;NS;DS;TLSA;SSHFP;HTTPS;SVCB;NAPTR;DNAME;LOC;URI
 type RecordType string
 
+// RecordTypes are the types of the enum above, in its order: the
+// allow-list of package records, which parses their data.
+var RecordTypes = []RecordType{"A", "AAAA", "CNAME", "MX", "TXT", "SRV", "CAA", "PTR", "NS", "DS", "TLSA", "SSHFP", "HTTPS", "SVCB", "NAPTR", "DNAME", "LOC", "URI"}
+
 // RecordName is a record owner name. The canonical form, which the mutating
 // webhook produces, is relative to the zone and lowercase: "@" for the apex,
 // "www", "*.apps", "_sip._tcp". An absolute name (ending in ".") inside the

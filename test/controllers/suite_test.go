@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/envtestutil"
@@ -58,7 +59,7 @@ func run(m *testing.M) int {
 	reconciler = &controllers.BindClusterReconciler{
 		Client: mgr.GetClient(),
 		Options: controllers.ClusterOptions{
-			BindImage:         controllers.DefaultBindImage,
+			BindImage:         v1.DefaultBindImage,
 			AgentImage:        controllers.DefaultAgentImage,
 			OperatorNamespace: "bind-operator-system",
 			OperatorPodLabels: map[string]string{"app.kubernetes.io/name": "bind-operator"},

@@ -1,0 +1,292 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
+
+// Every default of the API lives here, once. The mutating webhooks call
+// SetDefaults so that the stored object says exactly what runs; the
+// controllers and render read these constants where they meet an object
+// that was stored without the webhook. Where a field also carries a
+// +kubebuilder:default marker (markers cannot name Go constants), a test
+// compares the generated CRD with these constants.
+//
+// Names are not canonicalised here: that is package records' job, which
+// the webhooks run before SetDefaults.
+
+// BindCluster defaults.
+const (
+	// DefaultBindImage is the BIND 9.18 image of a cluster that names none
+	// and whose operator was not given another (--bind-image).
+	DefaultBindImage = "docker.io/internetsystemsconsortium/bind9:9.18"
+	// DefaultReplicas is one primary and two secondaries.
+	DefaultReplicas = 3
+	// MinReplicas and MaxReplicas bound spec.replicas: one primary and up
+	// to 14 secondaries.
+	MinReplicas = 1
+	MaxReplicas = 15
+	// DefaultImagePullPolicy applies to both containers.
+	DefaultImagePullPolicy = corev1.PullIfNotPresent
+	// DefaultServiceType of the primary and query Services.
+	DefaultServiceType = corev1.ServiceTypeClusterIP
+	// DefaultDNSPort, DefaultAgentPort and DefaultMetricsPort are the
+	// container ports of named, the agent's API and its metrics.
+	DefaultDNSPort     = 53
+	DefaultAgentPort   = 8453
+	DefaultMetricsPort = 9119
+	// DefaultStorageSize is the primary's claim when storage is enabled.
+	DefaultStorageSize = "1Gi"
+	// Replication tuning (see ReplicationTuning): NOTIFY at once, rates
+	// far above BIND's 20/s, catalog updates applied at once.
+	DefaultNotifyDelay              = 0
+	DefaultNotifyRate               = 1000
+	DefaultStartupNotifyRate        = 1000
+	DefaultSerialQueryRate          = 1000
+	DefaultCatalogMinUpdateInterval = 0
+	// DefaultClusterForwardPolicy falls back to iteration when a
+	// resolver's forwarders do not answer.
+	DefaultClusterForwardPolicy = ForwardFirst
+	// DefaultDNSSECValidation validates with BIND's built-in trust anchor.
+	DefaultDNSSECValidation = DNSSECValidationAuto
+	// DefaultClusterDomain is the cluster DNS domain of Service names
+	// (<svc>.<namespace>.svc.<domain>) unless the manager is told another.
+	DefaultClusterDomain = "cluster.local"
+)
+
+// BindZone defaults.
+const (
+	// DefaultZoneType of a zone that names none.
+	DefaultZoneType = ZonePrimary
+	// DefaultTTL is the TTL of records when neither the record set nor the
+	// zone sets one (the zone's $TTL).
+	DefaultTTL = 3600
+	// Seed SOA timers (DESIGN §3.6): NOTIFY is the fast path, these bound
+	// how stale a secondary can get when a NOTIFY is lost.
+	DefaultSOARefresh = 300
+	DefaultSOARetry   = 60
+	DefaultSOAExpire  = 1209600
+	DefaultSOAMinimum = 60
+	// DefaultSOAResponsiblePerson is the mailbox label of the default SOA
+	// RNAME, hostmaster.<zone>.
+	DefaultSOAResponsiblePerson = "hostmaster"
+	// DefaultZoneForwardPolicy: a Forward zone asks only its forwarders.
+	DefaultZoneForwardPolicy = ForwardOnly
+)
+
+// Defaults of the other kinds.
+const (
+	// DefaultTSIGAlgorithm of keys that name none.
+	DefaultTSIGAlgorithm = TSIGHMACSHA256
+	// TSIGSecretNameSuffix makes a key's default Secret "<name>-tsig".
+	TSIGSecretNameSuffix = "-tsig"
+	// DefaultViewOrder and DefaultPolicyOrder place views and policies
+	// that name no order, after every one that does below 100.
+	DefaultViewOrder   = 100
+	DefaultPolicyOrder = 100
+	// DefaultRPZTrigger of a rule that names none.
+	DefaultRPZTrigger = TriggerQName
+	// DefaultRPZPolicyOverride keeps each rule's own action.
+	DefaultRPZPolicyOverride = RPZOverrideGiven
+	// DefaultRPZLog writes a line for every rewritten response.
+	DefaultRPZLog = true
+	// DNSSECLifetimeUnlimited is a key lifetime that never rolls, the
+	// default.
+	DNSSECLifetimeUnlimited = "unlimited"
+	// DefaultRSAKeySize is BIND's default for RSA keys, written out so
+	// the stored policy says what signs.
+	DefaultRSAKeySize = 2048
+)
+
+// SetDefaults fills every default of a cluster. image and agentImage are
+// the operator's defaults for spec.image and spec.agentImage: an empty
+// image means DefaultBindImage, an empty agentImage leaves spec.agentImage
+// for the controller to decide.
+func (c *BindCluster) SetDefaults(image, agentImage string) {
+	s := &c.Spec
+	if s.Mode == "" {
+		s.Mode = ModeAuthoritative
+	}
+	if s.Replicas == nil {
+		s.Replicas = ptr.To[int32](DefaultReplicas)
+	}
+	if s.Image == "" {
+		s.Image = image
+	}
+	if s.Image == "" {
+		s.Image = DefaultBindImage
+	}
+	if s.AgentImage == "" {
+		s.AgentImage = agentImage
+	}
+	if s.ImagePullPolicy == "" {
+		s.ImagePullPolicy = DefaultImagePullPolicy
+	}
+	if s.Ports.DNS == 0 {
+		s.Ports.DNS = DefaultDNSPort
+	}
+	if s.Ports.Agent == 0 {
+		s.Ports.Agent = DefaultAgentPort
+	}
+	if s.Ports.Metrics == 0 {
+		s.Ports.Metrics = DefaultMetricsPort
+	}
+	if s.PrimaryService.Type == "" {
+		s.PrimaryService.Type = DefaultServiceType
+	}
+	if s.QueryService.Type == "" {
+		s.QueryService.Type = DefaultServiceType
+	}
+	t := &s.Tuning
+	if t.NotifyDelay == nil {
+		t.NotifyDelay = ptr.To[int32](DefaultNotifyDelay)
+	}
+	if t.NotifyRate == nil {
+		t.NotifyRate = ptr.To[int32](DefaultNotifyRate)
+	}
+	if t.StartupNotifyRate == nil {
+		t.StartupNotifyRate = ptr.To[int32](DefaultStartupNotifyRate)
+	}
+	if t.SerialQueryRate == nil {
+		t.SerialQueryRate = ptr.To[int32](DefaultSerialQueryRate)
+	}
+	if t.CatalogMinUpdateInterval == nil {
+		t.CatalogMinUpdateInterval = ptr.To[int32](DefaultCatalogMinUpdateInterval)
+	}
+	if s.Storage == nil {
+		s.Storage = &StorageSpec{}
+	}
+	if s.Storage.Enabled == nil {
+		s.Storage.Enabled = ptr.To(true)
+	}
+	if *s.Storage.Enabled && s.Storage.Size == nil {
+		s.Storage.Size = ptr.To(resource.MustParse(DefaultStorageSize))
+	}
+	if s.Mode == ModeResolver {
+		if s.Recursion == nil {
+			s.Recursion = &RecursionSpec{}
+		}
+		if s.Recursion.ForwardPolicy == "" {
+			s.Recursion.ForwardPolicy = DefaultClusterForwardPolicy
+		}
+		if s.Recursion.DNSSECValidation == "" {
+			s.Recursion.DNSSECValidation = DefaultDNSSECValidation
+		}
+	}
+}
+
+// SetDefaults fills the type and, for a Primary zone, defaultTTL and the
+// SOA (timers and RNAME hostmaster.<zone>); a Forward zone gets its
+// forwardPolicy. spec.zoneName must be canonical (records.CanonicalZone).
+//
+// An unset SOA MNAME stays unset: the controller names the cluster's query
+// Service, which lies outside the zone. A default inside the zone
+// (ns1.<zone>) would need an address record BIND 9.18 insists on before it
+// loads the zone.
+func (z *BindZone) SetDefaults() {
+	s := &z.Spec
+	if s.Type == "" {
+		s.Type = DefaultZoneType
+	}
+	switch s.Type {
+	case ZonePrimary:
+		if s.DefaultTTL == nil {
+			s.DefaultTTL = ptr.To[TTL](DefaultTTL)
+		}
+		if s.SOA == nil {
+			s.SOA = &SOASpec{}
+		}
+		soa := s.SOA
+		if soa.ResponsiblePerson == "" {
+			soa.ResponsiblePerson = DomainName(DefaultSOAResponsiblePerson + "." + string(s.ZoneName))
+		}
+		if soa.Refresh == nil {
+			soa.Refresh = ptr.To[int32](DefaultSOARefresh)
+		}
+		if soa.Retry == nil {
+			soa.Retry = ptr.To[int32](DefaultSOARetry)
+		}
+		if soa.Expire == nil {
+			soa.Expire = ptr.To[int32](DefaultSOAExpire)
+		}
+		if soa.Minimum == nil {
+			soa.Minimum = ptr.To[int32](DefaultSOAMinimum)
+		}
+	case ZoneForward:
+		if s.ForwardPolicy == "" {
+			s.ForwardPolicy = DefaultZoneForwardPolicy
+		}
+	}
+}
+
+// EffectiveDefaultTTL is the TTL of the zone's records that set none.
+func (z *BindZone) EffectiveDefaultTTL() int32 {
+	if z.Spec.DefaultTTL != nil {
+		return int32(*z.Spec.DefaultTTL)
+	}
+	return DefaultTTL
+}
+
+// SetDefaults fills the record's TTL from its zone's defaultTTL. zone nil
+// (not created yet) leaves it unset: the TTL is filled when the record is
+// next admitted with its zone, and the controller falls back to the zone's.
+func (r *DNSRecord) SetDefaults(zone *BindZone) {
+	if r.Spec.TTL == nil && zone != nil {
+		r.Spec.TTL = ptr.To(TTL(zone.EffectiveDefaultTTL()))
+	}
+}
+
+// SetDefaults fills keyName (the object's name), algorithm and secretName
+// ("<name>-tsig").
+func (k *BindTSIGKey) SetDefaults() {
+	s := &k.Spec
+	if s.KeyName == "" {
+		s.KeyName = DomainName(k.Name)
+	}
+	if s.Algorithm == "" {
+		s.Algorithm = DefaultTSIGAlgorithm
+	}
+	if s.SecretName == "" && k.Name != "" {
+		s.SecretName = k.Name + TSIGSecretNameSuffix
+	}
+}
+
+// SetDefaults fills the view's order.
+func (v *BindView) SetDefaults() {
+	if v.Spec.Order == 0 {
+		v.Spec.Order = DefaultViewOrder
+	}
+}
+
+// SetDefaults fills order, policyOverride, log and each rule's trigger.
+func (p *BindPolicy) SetDefaults() {
+	s := &p.Spec
+	if s.Order == 0 {
+		s.Order = DefaultPolicyOrder
+	}
+	if s.PolicyOverride == "" {
+		s.PolicyOverride = DefaultRPZPolicyOverride
+	}
+	if s.Log == nil {
+		s.Log = ptr.To(DefaultRPZLog)
+	}
+	for i := range s.Rules {
+		if s.Rules[i].Trigger == "" {
+			s.Rules[i].Trigger = DefaultRPZTrigger
+		}
+	}
+}
+
+// SetDefaults fills each key's lifetime and, for RSA keys, its size.
+func (p *BindDNSSECPolicy) SetDefaults() {
+	for i := range p.Spec.Keys {
+		k := &p.Spec.Keys[i]
+		if k.Lifetime == "" {
+			k.Lifetime = DNSSECLifetimeUnlimited
+		}
+		if k.Algorithm.IsRSA() && k.KeySize == nil {
+			k.KeySize = ptr.To[int32](DefaultRSAKeySize)
+		}
+	}
+}
