@@ -14,8 +14,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"git.unkin.net/unkin/bind-operator/agent/pki"
 )
 
 // Client calls one agent. It is safe for concurrent use and keeps its
@@ -28,7 +26,7 @@ type Client struct {
 // ClientConfig is what the operator needs to reach one pod's agent.
 type ClientConfig struct {
 	// Address is host:port of the pod's agent port (a pod IP or a
-	// per-pod DNS name). The certificate is verified as pki.ServerName
+	// per-pod DNS name). The certificate is verified as ServerName
 	// regardless.
 	Address string
 	// CAPEM, CertPEM, KeyPEM: the cluster's agent CA and the operator's
@@ -49,7 +47,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	tlsCfg := cfg.TLS
 	if tlsCfg == nil {
 		var err error
-		if tlsCfg, err = pki.ClientTLSConfig(cfg.CAPEM, cfg.CertPEM, cfg.KeyPEM); err != nil {
+		if tlsCfg, err = ClientTLSConfig(cfg.CAPEM, cfg.CertPEM, cfg.KeyPEM); err != nil {
 			return nil, err
 		}
 	}

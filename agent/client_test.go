@@ -8,17 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"git.unkin.net/unkin/bind-operator/agent/pki"
 )
 
 // hostileAgent serves fixed replies over real mutual TLS, as a
 // compromised or broken pod could.
 func hostileAgent(t *testing.T, h http.HandlerFunc) *Client {
 	t.Helper()
-	ca, _ := pki.NewCA("t", 0)
-	srv, _ := ca.IssueServer(0)
-	op, _ := ca.IssueClient("op", 0)
+	ca, _ := NewCA("t", 0)
+	srv, _ := IssueServer(ca, 0)
+	op, _ := IssueClient(ca, "op", 0)
 	s := httptest.NewUnstartedServer(h)
 	pair, err := tlsPair(srv)
 	if err != nil {

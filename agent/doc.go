@@ -1,12 +1,12 @@
 // Package agent is the operator's side of the pod agent: the wire types of
-// its HTTPS API and a Client for it.
+// its HTTPS API, a Client for it, and the channel's mutual TLS (tls.go).
 //
 // The agent (agent/server, started by `bind-operator agent`) runs next to
 // named in every BIND pod. It writes seed zone files into the shared data
 // volume and drives named's control channel on loopback, so the operator
-// never needs pods/exec. The operator reaches it over mutual TLS (see
-// agent/pki): it presents a client certificate from the cluster's agent CA
-// and verifies the agent's certificate as pki.ServerName.
+// never needs pods/exec. The operator reaches it over mutual TLS (tls.go):
+// it presents a client certificate from the cluster's agent CA and verifies
+// the agent's certificate as ServerName.
 //
 // API, version 1. Every endpoint is POST with a JSON body (unknown fields
 // are refused) and answers JSON:

@@ -153,16 +153,14 @@ func (m *Manager) Sync(ctx context.Context) (time.Time, error) {
 	}
 	data := secret.Data
 	if r.changed {
-		if data, err = r.next.data(); err != nil {
-			return time.Time{}, err
-		}
+		data = r.next.data()
 		if err := m.store(ctx, secret, exists, data); err != nil {
 			return time.Time{}, err
 		}
 		// Serial numbers and dates only: key material is never logged.
 		m.log.Info("issued webhook certificates", "secret", key.String(), "reasons", r.reasons,
-			"caSerial", r.next.signer.cert.SerialNumber.Text(16), "caNotAfter", r.next.signer.cert.NotAfter,
-			"servingSerial", r.next.serving.cert.SerialNumber.Text(16), "servingNotAfter", r.next.serving.cert.NotAfter,
+			"caSerial", r.next.signer.Cert.SerialNumber.Text(16), "caNotAfter", r.next.signer.Cert.NotAfter,
+			"servingSerial", r.next.serving.Cert.SerialNumber.Text(16), "servingNotAfter", r.next.serving.Cert.NotAfter,
 			"trustedCAs", len(r.next.trusted))
 	}
 

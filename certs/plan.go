@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"git.unkin.net/unkin/bind-operator/pki"
 )
 
 // policy is the part of Options the plan needs: lifetimes and DNS names.
@@ -50,47 +52,47 @@ func plan(st state, p policy, now time.Time) (planResult, error) {
 			return r, fmt.Errorf("creating CA: %w", err)
 		}
 		r.reasons = append(r.reasons, reason)
-		signer = &ca
+		signer = ca
 		r.changed = true
 	}
-	trusted := orderBundle(signer.cert, st.trusted, now)
+	trusted := orderBundle(signer.Cert, st.trusted, now)
 	if !slices.EqualFunc(trusted, st.trusted, func(a, b *x509.Certificate) bool { return a.Equal(b) }) {
 		r.changed = true
 	}
 	r.next = state{signer: signer, trusted: trusted, serving: st.serving}
 
-	handoverEnd := signer.issuedAt().Add(p.caHandover)
+	handoverEnd := signer.IssuedAt().Add(p.caHandover)
 	serving := st.serving
 	reason := servingProblem(serving, r.next, p, now)
-	if reason == "" && serving != nil && !issuedBy(serving, signer) {
+	if reason == "" && serving != nil && !serving.IssuedBy(signer) {
 		// Still valid, but from the previous CA: move to the new CA once the
 		// new bundle has had time to reach every client.
 		if !now.Before(handoverEnd) {
 			reason = "serving certificate is from the previous CA and the handover time has passed"
 		}
 	}
-	if reason != "" && serving != nil && now.Before(handoverEnd) && !issuedBy(serving, signer) &&
-		stillUsable(serving, r.next, p, now) && serving.cert.NotAfter.After(handoverEnd) {
+	if reason != "" && serving != nil && now.Before(handoverEnd) && !serving.IssuedBy(signer) &&
+		stillUsable(serving, r.next, p, now) && serving.Cert.NotAfter.After(handoverEnd) {
 		// Due for renewal during a CA handover, but still good: renewing now
 		// would use the new CA before clients trust it. Wait for the handover.
 		reason = ""
 	}
 	if reason != "" {
-		leaf, err := newServing(*signer, p.dnsNames, now, p.validity)
+		leaf, err := newServing(signer, p.dnsNames, now, p.validity)
 		if err != nil {
 			return r, fmt.Errorf("creating serving certificate: %w", err)
 		}
 		r.reasons = append(r.reasons, reason)
-		r.next.serving = &leaf
+		r.next.serving = leaf
 		r.changed = true
 	}
 
 	// Wake at the earliest moment a later plan would act.
-	r.wake = r.next.signer.cert.NotAfter.Add(-p.caRenewBefore)
-	if t := r.next.serving.cert.NotAfter.Add(-p.renewBefore); t.Before(r.wake) {
+	r.wake = r.next.signer.Cert.NotAfter.Add(-p.caRenewBefore)
+	if t := r.next.serving.Cert.NotAfter.Add(-p.renewBefore); t.Before(r.wake) {
 		r.wake = t
 	}
-	if !issuedBy(r.next.serving, r.next.signer) && handoverEnd.Before(r.wake) {
+	if !r.next.serving.IssuedBy(r.next.signer) && handoverEnd.Before(r.wake) {
 		r.wake = handoverEnd
 	}
 	for _, c := range r.next.trusted[1:] {
@@ -102,36 +104,36 @@ func plan(st state, p policy, now time.Time) (planResult, error) {
 	return r, nil
 }
 
-func caProblem(signer *keyPair, p policy, now time.Time) string {
+func caProblem(signer *pki.KeyPair, p policy, now time.Time) string {
 	switch {
 	case signer == nil:
 		return "no usable CA in the Secret"
-	case now.Before(signer.cert.NotBefore):
+	case now.Before(signer.Cert.NotBefore):
 		return "CA is not yet valid"
-	case !now.Before(signer.cert.NotAfter.Add(-p.caRenewBefore)):
-		return fmt.Sprintf("CA expires at %s, within the renewal window", signer.cert.NotAfter.UTC().Format(time.RFC3339))
+	case !now.Before(signer.Cert.NotAfter.Add(-p.caRenewBefore)):
+		return fmt.Sprintf("CA expires at %s, within the renewal window", signer.Cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return ""
 }
 
-func servingProblem(kp *keyPair, st state, p policy, now time.Time) string {
+func servingProblem(kp *pki.KeyPair, st state, p policy, now time.Time) string {
 	if kp == nil {
 		return "no usable serving certificate in the Secret"
 	}
 	if !stillUsable(kp, st, p, now) {
 		return "serving certificate does not verify against the CA bundle for the webhook DNS names"
 	}
-	if !now.Before(kp.cert.NotAfter.Add(-p.renewBefore)) {
-		return fmt.Sprintf("serving certificate expires at %s, within the renewal window", kp.cert.NotAfter.UTC().Format(time.RFC3339))
+	if !now.Before(kp.Cert.NotAfter.Add(-p.renewBefore)) {
+		return fmt.Sprintf("serving certificate expires at %s, within the renewal window", kp.Cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return ""
 }
 
 // stillUsable reports whether a client trusting the bundle would accept kp for
 // every DNS name, right now.
-func stillUsable(kp *keyPair, st state, p policy, now time.Time) bool {
+func stillUsable(kp *pki.KeyPair, st state, p policy, now time.Time) bool {
 	for _, name := range p.dnsNames {
-		_, err := kp.cert.Verify(x509.VerifyOptions{
+		_, err := kp.Cert.Verify(x509.VerifyOptions{
 			DNSName:     name,
 			Roots:       st.pool(),
 			CurrentTime: now,
@@ -142,8 +144,4 @@ func stillUsable(kp *keyPair, st state, p policy, now time.Time) bool {
 		}
 	}
 	return true
-}
-
-func issuedBy(leaf, ca *keyPair) bool {
-	return leaf.cert.CheckSignatureFrom(ca.cert) == nil
 }

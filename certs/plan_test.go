@@ -11,11 +11,7 @@ var testPolicy = Options{Namespace: "ns", ServiceName: "svc"}.withDefaults().pol
 // roundTrip stores and re-reads a state, as a restart would.
 func roundTrip(t *testing.T, st state) state {
 	t.Helper()
-	data, err := st.data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parseState(data)
+	return parseState(st.data())
 }
 
 func mustPlan(t *testing.T, st state, p policy, now time.Time) planResult {
@@ -41,7 +37,7 @@ func TestPlanIssuesFromNothingAndThenKeeps(t *testing.T) {
 	if again.changed {
 		t.Fatalf("valid Secret re-issued: %v", again.reasons)
 	}
-	wantWake := st.serving.cert.NotAfter.Add(-testPolicy.renewBefore)
+	wantWake := st.serving.Cert.NotAfter.Add(-testPolicy.renewBefore)
 	if !again.wake.Equal(wantWake) {
 		t.Fatalf("wake = %s, want the serving renewal time %s", again.wake, wantWake)
 	}
@@ -50,7 +46,7 @@ func TestPlanIssuesFromNothingAndThenKeeps(t *testing.T) {
 func TestIssuedCertificatesHaveTheRightShape(t *testing.T) {
 	now := time.Now()
 	r := mustPlan(t, parseState(nil), testPolicy, now)
-	ca, leaf := r.next.signer.cert, r.next.serving.cert
+	ca, leaf := r.next.signer.Cert, r.next.serving.Cert
 	if !ca.IsCA || !ca.BasicConstraintsValid || !ca.MaxPathLenZero || ca.KeyUsage&x509.KeyUsageCertSign == 0 {
 		t.Errorf("CA: IsCA=%v MaxPathLenZero=%v KeyUsage=%b", ca.IsCA, ca.MaxPathLenZero, ca.KeyUsage)
 	}
@@ -76,12 +72,12 @@ func TestIssuedCertificatesHaveTheRightShape(t *testing.T) {
 func TestPlanRenewsServingCertificateNearExpiry(t *testing.T) {
 	now := time.Now()
 	st := roundTrip(t, mustPlan(t, parseState(nil), testPolicy, now).next)
-	due := st.serving.cert.NotAfter.Add(-testPolicy.renewBefore).Add(time.Second)
+	due := st.serving.Cert.NotAfter.Add(-testPolicy.renewBefore).Add(time.Second)
 	r := mustPlan(t, st, testPolicy, due)
-	if !r.changed || r.next.serving.cert.Equal(st.serving.cert) {
+	if !r.changed || r.next.serving.Cert.Equal(st.serving.Cert) {
 		t.Fatal("serving certificate inside its renewal window was kept")
 	}
-	if !r.next.signer.cert.Equal(st.signer.cert) || len(r.next.trusted) != 1 {
+	if !r.next.signer.Cert.Equal(st.signer.Cert) || len(r.next.trusted) != 1 {
 		t.Fatal("renewing the serving certificate must not touch the CA")
 	}
 	// One second earlier nothing is due.
@@ -95,31 +91,31 @@ func TestPlanRotatesCAWithOverlapAndHandover(t *testing.T) {
 	p.caValidity = 400 * 24 * time.Hour // short enough to walk through
 	t0 := time.Now()
 	st := roundTrip(t, mustPlan(t, parseState(nil), p, t0).next)
-	oldCA := st.signer.cert
+	oldCA := st.signer.Cert
 	t1 := oldCA.NotAfter.Add(-p.caRenewBefore).Add(time.Second)
 	// The serving certificate has been renewed on schedule until just
 	// before the CA's renewal window.
 	st = roundTrip(t, mustPlan(t, st, p, t1.Add(-time.Hour)).next)
-	if st.serving.cert.CheckSignatureFrom(oldCA) != nil || !st.signer.cert.Equal(oldCA) {
+	if st.serving.Cert.CheckSignatureFrom(oldCA) != nil || !st.signer.Cert.Equal(oldCA) {
 		t.Fatal("setup: expected a fresh serving certificate from the first CA")
 	}
 
 	// Step 1: the CA enters its renewal window. A new CA joins the bundle,
 	// but the served certificate stays (nothing trusts the new CA yet).
 	r1 := mustPlan(t, st, p, t1)
-	if !r1.changed || r1.next.signer.cert.Equal(oldCA) {
+	if !r1.changed || r1.next.signer.Cert.Equal(oldCA) {
 		t.Fatal("CA inside its renewal window was kept")
 	}
-	if len(r1.next.trusted) != 2 || !r1.next.trusted[0].Equal(r1.next.signer.cert) || !r1.next.trusted[1].Equal(oldCA) {
+	if len(r1.next.trusted) != 2 || !r1.next.trusted[0].Equal(r1.next.signer.Cert) || !r1.next.trusted[1].Equal(oldCA) {
 		t.Fatal("bundle must be [new CA, old CA]")
 	}
-	if !r1.next.serving.cert.Equal(st.serving.cert) {
+	if !r1.next.serving.Cert.Equal(st.serving.Cert) {
 		t.Fatal("served certificate replaced although it was not due")
 	}
 	if !stillUsable(r1.next.serving, r1.next, p, t1) {
 		t.Fatal("after CA rotation the served certificate no longer verifies")
 	}
-	if !r1.wake.Equal(r1.next.signer.issuedAt().Add(p.caHandover)) {
+	if !r1.wake.Equal(r1.next.signer.IssuedAt().Add(p.caHandover)) {
 		t.Fatalf("wake %s, want the end of the handover", r1.wake)
 	}
 	st2 := roundTrip(t, r1.next)
@@ -131,7 +127,7 @@ func TestPlanRotatesCAWithOverlapAndHandover(t *testing.T) {
 	// the old CA stays trusted.
 	t2 := t1.Add(p.caHandover)
 	r2 := mustPlan(t, st2, p, t2)
-	if !r2.changed || r2.next.serving.cert.CheckSignatureFrom(st2.signer.cert) != nil {
+	if !r2.changed || r2.next.serving.Cert.CheckSignatureFrom(st2.signer.Cert) != nil {
 		t.Fatal("served certificate not moved to the new CA after the handover")
 	}
 	if len(r2.next.trusted) != 2 {
@@ -141,23 +137,17 @@ func TestPlanRotatesCAWithOverlapAndHandover(t *testing.T) {
 	// Step 3: once the old CA expires it leaves the bundle.
 	st3 := roundTrip(t, r2.next)
 	r3 := mustPlan(t, st3, p, oldCA.NotAfter.Add(time.Second))
-	if len(r3.next.trusted) != 1 || !r3.next.trusted[0].Equal(st3.signer.cert) {
+	if len(r3.next.trusted) != 1 || !r3.next.trusted[0].Equal(st3.signer.Cert) {
 		t.Fatalf("expired CA still in the bundle (%d CAs)", len(r3.next.trusted))
 	}
 }
 
 func TestPlanReplacesBrokenOrForeignMaterial(t *testing.T) {
 	now := time.Now()
-	good, err := mustPlan(t, parseState(nil), testPolicy, now).next.data()
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := mustPlan(t, parseState(nil), testPolicy, now).next.data()
 	other := testPolicy
 	other.dnsNames = []string{"other.ns.svc"}
-	foreign, err := mustPlan(t, parseState(nil), other, now).next.data()
-	if err != nil {
-		t.Fatal(err)
-	}
+	foreign := mustPlan(t, parseState(nil), other, now).next.data()
 	for name, mutate := range map[string]func(d map[string][]byte){
 		"garbage tls.crt":              func(d map[string][]byte) { d[KeyTLSCert] = []byte("not pem") },
 		"tls.key of another cert":      func(d map[string][]byte) { d[KeyTLSKey] = foreign[KeyTLSKey] },
@@ -209,18 +199,18 @@ func TestPlanPostponesRenewalDuringHandover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.trusted = orderBundle(next.cert, st.trusted, t0)
-	st.signer = &next
+	st.trusted = orderBundle(next.Cert, st.trusted, t0)
+	st.signer = next
 	st = roundTrip(t, st)
 	// ... and the serving certificate from the old CA falls due right now.
-	due := st.serving.cert.NotAfter.Add(-p.renewBefore).Add(time.Second)
-	p.caHandover = due.Sub(next.issuedAt()) + time.Hour
+	due := st.serving.Cert.NotAfter.Add(-p.renewBefore).Add(time.Second)
+	p.caHandover = due.Sub(next.IssuedAt()) + time.Hour
 	r := mustPlan(t, st, p, due)
 	if r.changed {
 		t.Fatalf("renewed during the handover with a CA nobody trusts yet: %v", r.reasons)
 	}
 	r = mustPlan(t, st, p, due.Add(time.Hour))
-	if !r.changed || r.next.serving.cert.CheckSignatureFrom(next.cert) != nil {
+	if !r.changed || r.next.serving.Cert.CheckSignatureFrom(next.Cert) != nil {
 		t.Fatal("not renewed from the new CA after the handover")
 	}
 }

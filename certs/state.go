@@ -1,10 +1,11 @@
 package certs
 
 import (
-	"crypto/ecdsa"
 	"crypto/x509"
 	"slices"
 	"time"
+
+	"git.unkin.net/unkin/bind-operator/pki"
 )
 
 // Keys of the Secret. tls.crt/tls.key make it a valid kubernetes.io/tls
@@ -22,61 +23,46 @@ const (
 // errors: a broken piece is simply replaced by the next plan.
 type state struct {
 	// signer is the CA whose key is in ca.key; its certificate is in the bundle.
-	signer *keyPair
+	signer *pki.KeyPair
 	// trusted is the bundle: the signer and earlier CAs still in overlap.
 	trusted []*x509.Certificate
-	serving *keyPair
+	serving *pki.KeyPair
 }
 
 func parseState(data map[string][]byte) state {
 	var st state
-	if certs, err := decodeCerts(data[KeyCACert]); err == nil {
+	if certs, err := pki.DecodeCerts(data[KeyCACert]); err == nil {
 		for _, c := range certs {
 			if c.IsCA && c.BasicConstraintsValid {
 				st.trusted = append(st.trusted, c)
 			}
 		}
 	}
-	if key, err := decodeKey(data[KeyCAKey]); err == nil {
+	if key, err := pki.DecodeKey(data[KeyCAKey]); err == nil {
 		for _, c := range st.trusted {
-			if publicKeyMatches(c, key) {
-				st.signer = &keyPair{cert: c, key: key}
+			if kp, err := pki.NewKeyPair(c, key); err == nil {
+				st.signer = kp
 				break
 			}
 		}
 	}
-	if certs, err := decodeCerts(data[KeyTLSCert]); err == nil {
-		if key, err := decodeKey(data[KeyTLSKey]); err == nil && publicKeyMatches(certs[0], key) {
-			st.serving = &keyPair{cert: certs[0], key: key}
-		}
+	if kp, err := pki.LoadKeyPair(data[KeyTLSCert], data[KeyTLSKey]); err == nil {
+		st.serving = kp
 	}
 	return st
 }
 
-func publicKeyMatches(c *x509.Certificate, key *ecdsa.PrivateKey) bool {
-	pub, ok := c.PublicKey.(*ecdsa.PublicKey)
-	return ok && pub.Equal(&key.PublicKey)
-}
-
 // data renders the state into Secret data.
-func (st state) data() (map[string][]byte, error) {
-	caKey, err := encodeKey(st.signer.key)
-	if err != nil {
-		return nil, err
-	}
-	tlsKey, err := encodeKey(st.serving.key)
-	if err != nil {
-		return nil, err
-	}
+func (st state) data() map[string][]byte {
 	return map[string][]byte{
-		KeyTLSCert: encodeCerts(st.serving.cert),
-		KeyTLSKey:  tlsKey,
+		KeyTLSCert: st.serving.CertPEM,
+		KeyTLSKey:  st.serving.KeyPEM,
 		KeyCACert:  st.bundle(),
-		KeyCAKey:   caKey,
-	}, nil
+		KeyCAKey:   st.signer.KeyPEM,
+	}
 }
 
-func (st state) bundle() []byte { return encodeCerts(st.trusted...) }
+func (st state) bundle() []byte { return pki.EncodeCerts(st.trusted...) }
 
 // pool is the bundle as a verifier sees it.
 func (st state) pool() *x509.CertPool {

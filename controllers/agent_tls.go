@@ -1,10 +1,7 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"time"
 
@@ -12,8 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"git.unkin.net/unkin/bind-operator/agent/pki"
+	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/pki"
 )
 
 // renewBefore is how long before expiry an agent certificate is reissued.
@@ -35,21 +33,21 @@ func (r *BindClusterReconciler) agentTLS(ctx context.Context, cluster *bindv1alp
 		return nil, err
 	}
 	exists := err == nil
-	ca, caErr := pki.LoadCA(caSecret.Data[pki.FileCA], caSecret.Data[pki.FileCAKey])
+	ca, caErr := pki.LoadCA(caSecret.Data[agent.FileCA], caSecret.Data[agent.FileCAKey])
 	changed := false
-	if caErr != nil || pki.NeedsRenewal(caSecret.Data[pki.FileCA], renewBefore) {
-		if ca, err = pki.NewCA(fmt.Sprintf("bind-operator agent CA %s/%s", cluster.Namespace, cluster.Name), pki.DefaultCAValidity); err != nil {
+	if caErr != nil || pki.NeedsRenewal(caSecret.Data[agent.FileCA], renewBefore) {
+		if ca, err = agent.NewCA(fmt.Sprintf("bind-operator agent CA %s/%s", cluster.Namespace, cluster.Name), agent.DefaultCAValidity); err != nil {
 			return nil, err
 		}
-		caSecret.Data = map[string][]byte{pki.FileCA: ca.CertPEM, pki.FileCAKey: ca.KeyPEM}
+		caSecret.Data = map[string][]byte{agent.FileCA: ca.CertPEM, agent.FileCAKey: ca.KeyPEM}
 		changed = true
 	}
-	if changed || !signedBy(caSecret.Data[pki.FileClientCert], ca.CertPEM) || pki.NeedsRenewal(caSecret.Data[pki.FileClientCert], renewBefore) {
-		pair, err := ca.IssueClient("bind-operator", pki.DefaultLeafValidity)
+	if changed || !pki.SignedBy(caSecret.Data[agent.FileClientCert], ca.CertPEM) || pki.NeedsRenewal(caSecret.Data[agent.FileClientCert], renewBefore) {
+		pair, err := agent.IssueClient(ca, "bind-operator", agent.DefaultLeafValidity)
 		if err != nil {
 			return nil, err
 		}
-		caSecret.Data[pki.FileClientCert], caSecret.Data[pki.FileClientKey] = pair.CertPEM, pair.KeyPEM
+		caSecret.Data[agent.FileClientCert], caSecret.Data[agent.FileClientKey] = pair.CertPEM, pair.KeyPEM
 		changed = true
 	}
 	if changed {
@@ -69,31 +67,13 @@ func (r *BindClusterReconciler) agentTLS(ctx context.Context, cluster *bindv1alp
 		}
 	}
 
-	out := map[string][]byte{pki.FileCA: ca.CertPEM, pki.FileServerCert: current[pki.FileServerCert], pki.FileServerKey: current[pki.FileServerKey]}
-	if !signedBy(out[pki.FileServerCert], ca.CertPEM) || pki.NeedsRenewal(out[pki.FileServerCert], renewBefore) {
-		pair, err := ca.IssueServer(pki.DefaultLeafValidity)
+	out := map[string][]byte{agent.FileCA: ca.CertPEM, agent.FileServerCert: current[agent.FileServerCert], agent.FileServerKey: current[agent.FileServerKey]}
+	if !pki.SignedBy(out[agent.FileServerCert], ca.CertPEM) || pki.NeedsRenewal(out[agent.FileServerCert], renewBefore) {
+		pair, err := agent.IssueServer(ca, agent.DefaultLeafValidity)
 		if err != nil {
 			return nil, err
 		}
-		out[pki.FileServerCert], out[pki.FileServerKey] = pair.CertPEM, pair.KeyPEM
+		out[agent.FileServerCert], out[agent.FileServerKey] = pair.CertPEM, pair.KeyPEM
 	}
 	return out, nil
-}
-
-// signedBy tells whether certPEM chains to caPEM.
-func signedBy(certPEM, caPEM []byte) bool {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return false
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return false
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return false
-	}
-	_, err = cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
-	return err == nil && !bytes.Equal(certPEM, caPEM)
 }

@@ -1,7 +1,7 @@
 // Package server is the pod agent: the HTTPS API the operator calls
-// (mutual TLS, see agent/pki), readiness and liveness for the kubelet, and
-// Prometheus metrics, all backed by named's control channel, DNS and
-// statistics channel on loopback.
+// (mutual TLS; package agent describes the trust model), readiness and
+// liveness for the kubelet, and Prometheus metrics, all backed by named's
+// control channel, DNS and statistics channel on loopback.
 //
 // Two listeners:
 //
@@ -29,7 +29,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"git.unkin.net/unkin/bind-operator/agent/bindstats"
-	"git.unkin.net/unkin/bind-operator/agent/pki"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/rndc"
 )
@@ -119,11 +118,11 @@ func New(cfg Config) (*Agent, error) {
 	}
 	tlsCfg := cfg.TLS
 	if tlsCfg == nil {
-		st, err := pki.NewServerTLS(cfg.Paths.KeysDir)
+		st, err := newTLSFiles(cfg.Paths.KeysDir)
 		if err != nil {
 			return nil, fmt.Errorf("agent: TLS material in %s: %w", cfg.Paths.KeysDir, err)
 		}
-		tlsCfg = st.Config()
+		tlsCfg = st.config()
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -30,10 +30,10 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/agent/pki"
 	"git.unkin.net/unkin/bind-operator/agent/server"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/rndc"
 )
@@ -70,13 +70,13 @@ type Cluster struct {
 	Nodes []*Node
 	// CA is the agents' CA: callers issue their own operator client
 	// certificate from it, as the operator does from the CA Secret.
-	CA *pki.CA
+	CA *pki.KeyPair
 	// ControlKey signs every named's control channel.
 	ControlKey render.TSIGKey
 
 	tb       testing.TB
 	opts     Options
-	operator pki.Pair
+	operator *pki.KeyPair
 }
 
 // Node is one pod: named and its agent.
@@ -109,9 +109,9 @@ func Start(tb testing.TB, opts Options) *Cluster {
 	if _, err := exec.LookPath("named"); err != nil {
 		tb.Skip("named not installed")
 	}
-	ca, err := pki.NewCA("bindcluster", 0)
+	ca, err := agent.NewCA("bindcluster", 0)
 	must(tb, err)
-	op, err := ca.IssueClient("bind-operator", 0)
+	op, err := agent.IssueClient(ca, "bind-operator", 0)
 	must(tb, err)
 	c := &Cluster{
 		CA:         ca,
@@ -249,9 +249,9 @@ func (c *Cluster) render(n *Node) {
 	for name, data := range res.SecretData {
 		must(c.tb, os.WriteFile(filepath.Join(n.Paths.KeysDir, name), data, 0o600))
 	}
-	srv, err := c.CA.IssueServer(0)
+	srv, err := agent.IssueServer(c.CA, 0)
 	must(c.tb, err)
-	for name, data := range map[string][]byte{pki.FileCA: c.CA.CertPEM, pki.FileServerCert: srv.CertPEM, pki.FileServerKey: srv.KeyPEM} {
+	for name, data := range map[string][]byte{agent.FileCA: c.CA.CertPEM, agent.FileServerCert: srv.CertPEM, agent.FileServerKey: srv.KeyPEM} {
 		must(c.tb, os.WriteFile(filepath.Join(n.Paths.KeysDir, name), data, 0o600))
 	}
 	// One worker thread per named: the machine is shared.

@@ -20,9 +20,9 @@ import (
 	"github.com/miekg/dns"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/agent/pki"
 	"git.unkin.net/unkin/bind-operator/agent/server"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -33,8 +33,8 @@ type env struct {
 	client     *agent.Client
 	apiAddr    string
 	metricsURL string
-	ca         *pki.CA
-	operator   pki.Pair
+	ca         *pki.KeyPair
+	operator   *pki.KeyPair
 	stop       func()
 }
 
@@ -70,15 +70,15 @@ func startAgent(t testing.TB, named *bindtest.Server, statsURL string, paths ren
 	if paths == (render.Paths{}) {
 		paths = render.Paths{ConfigDir: t.TempDir(), KeysDir: t.TempDir(), DataDir: named.Dir}
 	}
-	ca, err := pki.NewCA("test-cluster", 0)
+	ca, err := agent.NewCA("test-cluster", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, _ := ca.IssueServer(0)
-	op, _ := ca.IssueClient("bind-operator", 0)
+	srv, _ := agent.IssueServer(ca, 0)
+	op, _ := agent.IssueClient(ca, "bind-operator", 0)
 	files := map[string][]byte{
 		render.FileControl: []byte(named.ControlKey.Conf()),
-		pki.FileCA:         ca.CertPEM, pki.FileServerCert: srv.CertPEM, pki.FileServerKey: srv.KeyPEM,
+		agent.FileCA:       ca.CertPEM, agent.FileServerCert: srv.CertPEM, agent.FileServerKey: srv.KeyPEM,
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(paths.KeysDir, name), b, 0o600); err != nil {
@@ -204,19 +204,19 @@ func (e *env) waitReady(t testing.TB, want int) {
 // requests the typed client would never send.
 func (e *env) rawClient(t testing.TB) *http.Client {
 	t.Helper()
-	cfg, err := pki.ClientTLSConfig(e.ca.CertPEM, e.operator.CertPEM, e.operator.KeyPEM)
+	cfg, err := agent.ClientTLSConfig(e.ca.CertPEM, e.operator.CertPEM, e.operator.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 }
 
-func tlsWith(t testing.TB, ca []byte, pair *pki.Pair) *tls.Config {
+func tlsWith(t testing.TB, ca []byte, pair *pki.KeyPair) *tls.Config {
 	t.Helper()
 	if pair == nil {
-		return &tls.Config{MinVersion: tls.VersionTLS13, ServerName: pki.ServerName, RootCAs: mustPool(t, ca)}
+		return &tls.Config{MinVersion: tls.VersionTLS13, ServerName: agent.ServerName, RootCAs: mustPool(t, ca)}
 	}
-	cfg, err := pki.ClientTLSConfig(ca, pair.CertPEM, pair.KeyPEM)
+	cfg, err := agent.ClientTLSConfig(ca, pair.CertPEM, pair.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/agent/pki"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
 
@@ -23,14 +22,14 @@ func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
 // Only clients with a client certificate from the cluster's CA get in.
 func TestMutualTLSRefusals(t *testing.T) {
 	e := startEnv(t, bindtest.Options{})
-	other, _ := pki.NewCA("other-cluster", 0)
-	otherOp, _ := other.IssueClient("bind-operator", 0)
-	srvPair, _ := e.ca.IssueServer(0)
+	other, _ := agent.NewCA("other-cluster", 0)
+	otherOp, _ := agent.IssueClient(other, "bind-operator", 0)
+	srvPair, _ := agent.IssueServer(e.ca, 0)
 
 	for name, cfg := range map[string]agent.ClientConfig{
 		"no client certificate":         {TLS: tlsWith(t, e.ca.CertPEM, nil)},
-		"certificate from another CA":   {TLS: tlsWith(t, e.ca.CertPEM, &otherOp)},
-		"serving certificate as client": {TLS: tlsWith(t, e.ca.CertPEM, &srvPair)},
+		"certificate from another CA":   {TLS: tlsWith(t, e.ca.CertPEM, otherOp)},
+		"serving certificate as client": {TLS: tlsWith(t, e.ca.CertPEM, srvPair)},
 		"agent not trusted (other CA)":  {CAPEM: other.CertPEM, CertPEM: e.operator.CertPEM, KeyPEM: e.operator.KeyPEM},
 	} {
 		t.Run(name, func(t *testing.T) {

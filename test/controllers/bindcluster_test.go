@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"git.unkin.net/unkin/bind-operator/agent/pki"
+	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
 )
@@ -53,19 +53,19 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 	if len(secret.Data["keys.conf"]) == 0 || len(secret.Data["control.conf"]) == 0 {
 		t.Errorf("keys Secret lacks keys.conf or control.conf: %v", keysOf(secret.Data))
 	}
-	for _, k := range []string{pki.FileCA, pki.FileServerCert, pki.FileServerKey} {
+	for _, k := range []string{agent.FileCA, agent.FileServerCert, agent.FileServerKey} {
 		if len(secret.Data[k]) == 0 {
 			t.Errorf("keys Secret lacks the agent's %s", k)
 		}
 	}
-	for _, k := range []string{pki.FileCAKey, pki.FileClientKey} {
+	for _, k := range []string{agent.FileCAKey, agent.FileClientKey} {
 		if len(secret.Data[k]) != 0 {
 			t.Errorf("keys Secret, mounted by every BIND pod, must not hold %s", k)
 		}
 	}
 	var caSecret corev1.Secret
 	must(t, k8sClient.Get(ctx, f.key("dns-agent-ca"), &caSecret))
-	if _, err := pki.ClientTLSConfig(caSecret.Data[pki.FileCA], caSecret.Data[pki.FileClientCert], caSecret.Data[pki.FileClientKey]); err != nil {
+	if _, err := agent.ClientTLSConfig(caSecret.Data[agent.FileCA], caSecret.Data[agent.FileClientCert], caSecret.Data[agent.FileClientKey]); err != nil {
 		t.Errorf("the operator's agent client material is unusable: %v", err)
 	}
 	for _, k := range []string{"named.conf.primary", "named.conf.secondary"} {
@@ -320,12 +320,12 @@ func TestAgentCertificateRenewalDoesNotRoll(t *testing.T) {
 	var secret corev1.Secret
 	var oldCert string
 	updateLatest(t, f.key("dns-keys"), &secret, func(s *corev1.Secret) {
-		oldCert = string(s.Data[pki.FileServerCert])
-		delete(s.Data, pki.FileServerCert)
+		oldCert = string(s.Data[agent.FileServerCert])
+		delete(s.Data, agent.FileServerCert)
 	})
 	f.eventually("a new serving certificate", func() (bool, error) {
 		must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
-		c := string(secret.Data[pki.FileServerCert])
+		c := string(secret.Data[agent.FileServerCert])
 		return c != "" && c != oldCert, nil
 	})
 	if h := f.settle(); h != before {

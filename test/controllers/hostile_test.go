@@ -30,10 +30,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/agent/pki"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/test/envtestutil"
 )
 
@@ -368,9 +368,9 @@ func TestBindZoneHostileAgent(t *testing.T) {
 		err := k8sClient.Get(ctx, f.key("dns-agent-ca"), &caSecret)
 		return err == nil, nil
 	})
-	ca, err := pki.LoadCA(caSecret.Data[pki.FileCA], caSecret.Data[pki.FileCAKey])
+	ca, err := pki.LoadCA(caSecret.Data[agent.FileCA], caSecret.Data[agent.FileCAKey])
 	must(t, err)
-	pair, err := ca.IssueServer(time.Hour)
+	pair, err := agent.IssueServer(ca, time.Hour)
 	must(t, err)
 	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
 	must(t, err)

@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"git.unkin.net/unkin/bind-operator/agent/pki"
+	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/internal/bindcluster"
@@ -103,10 +103,10 @@ func newCluster(t *testing.T, secondaries int) *cluster {
 	c.create(catalog)
 	// Readiness every 200 ms: status waits below are seconds long.
 	c.Cluster = bindcluster.Start(t, bindcluster.Options{Cluster: cl, Keys: c.keys, Catalogs: []v1.BindCatalogZone{*catalog}, ReadyInterval: 200 * time.Millisecond})
-	op, err := c.CA.IssueClient("bind-operator", 0)
+	op, err := agent.IssueClient(c.CA, "bind-operator", 0)
 	must(t, err)
 	c.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.name + "-agent-ca"}, Data: map[string][]byte{
-		pki.FileCA: c.CA.CertPEM, pki.FileCAKey: c.CA.KeyPEM, pki.FileClientCert: op.CertPEM, pki.FileClientKey: op.KeyPEM,
+		agent.FileCA: c.CA.CertPEM, agent.FileCAKey: c.CA.KeyPEM, agent.FileClientCert: op.CertPEM, agent.FileClientKey: op.KeyPEM,
 	}})
 	eps.mu.Lock()
 	eps.clusters[c.ns+"/"+c.name] = c

@@ -1,4 +1,4 @@
-package pki
+package server
 
 import (
 	"crypto/tls"
@@ -9,15 +9,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"git.unkin.net/unkin/bind-operator/agent"
+	"git.unkin.net/unkin/bind-operator/pki"
 )
 
-func writeServer(t *testing.T, dir string, ca *CA) Pair {
+func writeServer(t *testing.T, dir string, ca *pki.KeyPair) *pki.KeyPair {
 	t.Helper()
-	srv, err := ca.IssueServer(0)
+	srv, err := agent.IssueServer(ca, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{FileCA: ca.CertPEM, FileServerCert: srv.CertPEM, FileServerKey: srv.KeyPEM} {
+	for name, b := range map[string][]byte{agent.FileCA: ca.CertPEM, agent.FileServerCert: srv.CertPEM, agent.FileServerKey: srv.KeyPEM} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -27,9 +30,9 @@ func writeServer(t *testing.T, dir string, ca *CA) Pair {
 
 // handshake dials a TLS server backed by st with the given client config
 // and reports the handshake result from the client's side.
-func handshake(t *testing.T, st *ServerTLS, client *tls.Config) error {
+func handshake(t *testing.T, st *tlsFiles, client *tls.Config) error {
 	t.Helper()
-	l, err := tls.Listen("tcp", "127.0.0.1:0", st.Config())
+	l, err := tls.Listen("tcp", "127.0.0.1:0", st.config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,20 +59,20 @@ func handshake(t *testing.T, st *ServerTLS, client *tls.Config) error {
 
 func TestMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := NewCA("test", 0)
+	ca, err := agent.NewCA("test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := writeServer(t, dir, ca)
-	st, err := NewServerTLS(dir)
+	st, err := newTLSFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := ca.IssueClient("bind-operator", 0)
+	cli, err := agent.IssueClient(ca, "bind-operator", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := ClientTLSConfig(ca.CertPEM, cli.CertPEM, cli.KeyPEM)
+	good, err := agent.ClientTLSConfig(ca.CertPEM, cli.CertPEM, cli.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,21 +87,21 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal("client without certificate accepted")
 	}
 	// A client certificate from another CA.
-	other, _ := NewCA("other", 0)
-	otherCli, _ := other.IssueClient("bind-operator", 0)
-	foreign, _ := ClientTLSConfig(ca.CertPEM, otherCli.CertPEM, otherCli.KeyPEM)
+	other, _ := agent.NewCA("other", 0)
+	otherCli, _ := agent.IssueClient(other, "bind-operator", 0)
+	foreign, _ := agent.ClientTLSConfig(ca.CertPEM, otherCli.CertPEM, otherCli.KeyPEM)
 	if err := handshake(t, st, foreign); err == nil {
 		t.Fatal("client certificate from another CA accepted")
 	}
 	// The pods' serving certificate is not a client certificate.
-	asServer, _ := ClientTLSConfig(ca.CertPEM, srv.CertPEM, srv.KeyPEM)
+	asServer, _ := agent.ClientTLSConfig(ca.CertPEM, srv.CertPEM, srv.KeyPEM)
 	if err := handshake(t, st, asServer); err == nil {
 		t.Fatal("serving certificate accepted as a client certificate")
 	}
 	// The client refuses an agent whose certificate is from another CA.
 	otherDir := t.TempDir()
 	writeServer(t, otherDir, other)
-	otherSrv, err := NewServerTLS(otherDir)
+	otherSrv, err := newTLSFiles(otherDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,30 +114,30 @@ func TestMutualTLS(t *testing.T) {
 // rotation keeps the last good material.
 func TestServerReload(t *testing.T) {
 	dir := t.TempDir()
-	ca1, _ := NewCA("one", 0)
+	ca1, _ := agent.NewCA("one", 0)
 	writeServer(t, dir, ca1)
-	st, err := NewServerTLS(dir)
+	st, err := newTLSFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := time.Now()
 	st.now = func() time.Time { return clock }
-	cli1, _ := ca1.IssueClient("op", 0)
-	cfg1, _ := ClientTLSConfig(ca1.CertPEM, cli1.CertPEM, cli1.KeyPEM)
+	cli1, _ := agent.IssueClient(ca1, "op", 0)
+	cfg1, _ := agent.ClientTLSConfig(ca1.CertPEM, cli1.CertPEM, cli1.KeyPEM)
 	if err := handshake(t, st, cfg1); err != nil {
 		t.Fatal(err)
 	}
 
-	ca2, _ := NewCA("two", 0)
+	ca2, _ := agent.NewCA("two", 0)
 	writeServer(t, dir, ca2)
 	// Make sure the stamp changes even on coarse-mtime filesystems.
 	future := time.Now().Add(time.Minute)
-	for _, f := range []string{FileCA, FileServerCert, FileServerKey} {
+	for _, f := range []string{agent.FileCA, agent.FileServerCert, agent.FileServerKey} {
 		_ = os.Chtimes(filepath.Join(dir, f), future, future)
 	}
 	clock = clock.Add(2 * time.Second)
-	cli2, _ := ca2.IssueClient("op", 0)
-	cfg2, _ := ClientTLSConfig(ca2.CertPEM, cli2.CertPEM, cli2.KeyPEM)
+	cli2, _ := agent.IssueClient(ca2, "op", 0)
+	cfg2, _ := agent.ClientTLSConfig(ca2.CertPEM, cli2.CertPEM, cli2.KeyPEM)
 	if err := handshake(t, st, cfg2); err != nil {
 		t.Fatalf("rotated material not used: %v", err)
 	}
@@ -143,33 +146,12 @@ func TestServerReload(t *testing.T) {
 	}
 
 	// Broken rotation: garbage key. The last good material stays.
-	_ = os.WriteFile(filepath.Join(dir, FileServerKey), []byte("garbage"), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, agent.FileServerKey), []byte("garbage"), 0o600)
 	clock = clock.Add(2 * time.Second)
 	if err := handshake(t, st, cfg2); err != nil {
 		t.Fatalf("broken rotation broke serving: %v", err)
 	}
-	if st.LastError() == nil || strings.Contains(fmt.Sprint(st.LastError()), "garbage") {
-		t.Fatalf("last error: %v", st.LastError())
-	}
-}
-
-func TestLoadCAAndRenewal(t *testing.T) {
-	ca, _ := NewCA("c", time.Hour)
-	back, err := LoadCA(ca.CertPEM, ca.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := back.IssueServer(48 * time.Hour) // capped at the CA's expiry
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !NeedsRenewal(p.CertPEM, 2*time.Hour) || NeedsRenewal(p.CertPEM, time.Minute) {
-		t.Fatal("NeedsRenewal")
-	}
-	if _, err := LoadCA(p.CertPEM, p.KeyPEM); err == nil {
-		t.Fatal("leaf loaded as CA")
-	}
-	if s := fmt.Sprintf("%v %+v %#v %s", ca, p, p, p); strings.Contains(s, "PRIVATE") {
-		t.Fatalf("key material printed: %s", s)
+	if st.lastError() == nil || strings.Contains(fmt.Sprint(st.lastError()), "garbage") {
+		t.Fatalf("last error: %v", st.lastError())
 	}
 }

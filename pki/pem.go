@@ -1,4 +1,4 @@
-package certs
+package pki
 
 import (
 	"bytes"
@@ -9,7 +9,9 @@ import (
 	"fmt"
 )
 
-func encodeCerts(certs ...*x509.Certificate) []byte {
+// EncodeCerts writes certificates as consecutive CERTIFICATE blocks (a
+// bundle when there are several).
+func EncodeCerts(certs ...*x509.Certificate) []byte {
 	var b bytes.Buffer
 	for _, c := range certs {
 		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
@@ -17,17 +19,18 @@ func encodeCerts(certs ...*x509.Certificate) []byte {
 	return b.Bytes()
 }
 
-func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalECPrivateKey(key)
+// EncodeKey writes a private key as PKCS #8.
+func EncodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pki: marshal key: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-// decodeCerts parses every CERTIFICATE block; anything else is an error so a
-// corrupted Secret is replaced rather than half-trusted.
-func decodeCerts(data []byte) ([]*x509.Certificate, error) {
+// DecodeCerts parses every CERTIFICATE block; anything else is an error, so
+// a corrupted Secret is replaced rather than half-trusted.
+func DecodeCerts(data []byte) ([]*x509.Certificate, error) {
 	var out []*x509.Certificate
 	for {
 		var block *pem.Block
@@ -50,24 +53,28 @@ func decodeCerts(data []byte) ([]*x509.Certificate, error) {
 	return out, nil
 }
 
-// decodeKey accepts SEC 1 ("EC PRIVATE KEY") and PKCS #8 ECDSA keys, the two
+// DecodeKey accepts SEC 1 ("EC PRIVATE KEY") and PKCS #8 ECDSA keys, the two
 // forms an operator importing its own CA is likely to have.
-func decodeKey(data []byte) (*ecdsa.PrivateKey, error) {
+func DecodeKey(data []byte) (*ecdsa.PrivateKey, error) {
 	block, _ := pem.Decode(data)
 	if block == nil {
 		return nil, errors.New("no private key found")
 	}
 	switch block.Type {
 	case "EC PRIVATE KEY":
-		return x509.ParseECPrivateKey(block.Bytes)
+		k, err := x509.ParseECPrivateKey(block.Bytes)
+		if err != nil {
+			return nil, errors.New("the EC private key does not parse")
+		}
+		return k, nil
 	case "PRIVATE KEY":
 		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 		if err != nil {
-			return nil, err
+			return nil, errors.New("the PKCS #8 private key does not parse")
 		}
 		ec, ok := k.(*ecdsa.PrivateKey)
 		if !ok {
-			return nil, errors.New("private key is not ECDSA")
+			return nil, errors.New("the private key is not ECDSA")
 		}
 		return ec, nil
 	default:
