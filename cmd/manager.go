@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -182,7 +183,7 @@ func runManager(args []string) error {
 func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
 	// DNSRecords and inline records share one UPDATE batcher and its
 	// kept connections.
-	updates := controllers.NewUpdates(0, 0)
+	updates := batch.NewUpdates(0, 0)
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths()},
 		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()},

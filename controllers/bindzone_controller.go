@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -73,10 +74,10 @@ type BindZoneReconciler struct {
 	// Endpoints locates the pods; nil means KubePods.
 	Endpoints PodEndpoints
 	// Updates is the shared UPDATE batcher; nil creates one.
-	Updates *Updates
+	Updates *batch.Updates
 	// Zones coalesces zone ensures per pod; nil creates one that stops
 	// with the manager.
-	Zones *ZoneBatcher
+	Zones *batch.ZoneBatcher
 	// Paths are the pods' mount points (render.DefaultPaths when zero).
 	Paths render.Paths
 	// ResyncPeriod bounds how stale a drift check may be; zero means
@@ -203,10 +204,10 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Servers = ClusterResolver{Client: mgr.GetClient(), Endpoints: r.Endpoints}
 	}
 	if r.Updates == nil {
-		r.Updates = NewUpdates(0, 0)
+		r.Updates = batch.NewUpdates(0, 0)
 	}
 	if r.Zones == nil {
-		r.Zones = NewZoneBatcher(ZoneBatchOptions{})
+		r.Zones = batch.NewZoneBatcher(batch.ZoneBatchOptions{})
 		if err := mgr.Add(closeOnStop{r.Zones}); err != nil {
 			return err
 		}
@@ -267,7 +268,7 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // closeOnStop closes a ZoneBatcher when the manager stops, so no sender
 // goroutine outlives it. It runs on every replica, leader or not: a
 // batcher has nothing to do until a reconcile uses it.
-type closeOnStop struct{ b *ZoneBatcher }
+type closeOnStop struct{ b *batch.ZoneBatcher }
 
 func (c closeOnStop) Start(ctx context.Context) error {
 	<-ctx.Done()

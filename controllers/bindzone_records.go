@@ -20,6 +20,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
 )
@@ -118,7 +119,7 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 	}
 
 	if len(changes) > 0 {
-		errs := r.Updates.batcher.SubmitMany(ctx, t.srv, t.zoneName, changes)
+		errs := r.Updates.SubmitMany(ctx, t.srv, t.zoneName, changes)
 		var transport error
 		for i, err := range errs {
 			o := owners[i]
@@ -128,7 +129,7 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 				if o.Digest != "" {
 					managed = append(managed, o)
 				}
-			case errors.As(err, &rc) && !errors.Is(err, errBatchAborted):
+			case errors.As(err, &rc) && !errors.Is(err, batch.ErrAborted):
 				name, typ := changes[i].Set.Name, dns.TypeToString[changes[i].Set.Type]
 				if rel, rerr := records.RelativeName(t.zoneName, name); rerr == nil {
 					name = rel

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
 )
@@ -65,7 +66,7 @@ type DNSRecordReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	Servers  ZoneServerResolver
-	// BatchLinger and BatchSize tune UPDATE batching (see updateBatcher);
+	// BatchLinger and BatchSize tune UPDATE batching (see batch.Updates);
 	// zero takes the defaults.
 	BatchLinger time.Duration
 	BatchSize   int
@@ -77,13 +78,11 @@ type DNSRecordReconciler struct {
 	MaxConcurrentReconciles int
 	// Updates, when set, is shared with the other record writers (then
 	// BatchLinger and BatchSize are ignored).
-	Updates *Updates
+	Updates *batch.Updates
 	// ResyncPeriod is how often an applied record checks that the primary
 	// still serves what it wrote, and restores it when not (drift). Zero
 	// means DefaultResyncPeriod; negative turns the check off.
 	ResyncPeriod time.Duration
-
-	batcher *updateBatcher
 }
 
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords,verbs=get;list;watch;update;patch
@@ -157,7 +156,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 		if r.alreadyServed(ctx, srv, rrset) {
 			return ctrl.Result{RequeueAfter: r.resyncPeriod()}, nil
 		}
-		if err := r.batcher.Submit(ctx, srv, zoneName, dnsclient.Change{Op: dnsclient.Upsert, Set: rrset}); err != nil {
+		if err := r.Updates.Submit(ctx, srv, zoneName, dnsclient.Change{Op: dnsclient.Upsert, Set: rrset}); err != nil {
 			return r.refused(rec, status, err)
 		}
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeNormal, "Repaired", "Resync", "%s %s had drifted from what this record wrote; restored", status.FQDN, set.Type)
@@ -171,7 +170,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 		change = dnsclient.Change{Op: dnsclient.Upsert, Set: rrset}
 	}
 
-	err = r.batcher.Submit(ctx, srv, zoneName, change)
+	err = r.Updates.Submit(ctx, srv, zoneName, change)
 	var rc *dnsclient.RcodeError
 	switch {
 	case err == nil:
@@ -185,7 +184,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 		// What we wrote was changed behind our back: the declaration wins
 		// for data this record owns.
 		change = dnsclient.Change{Op: dnsclient.Upsert, Set: rrset}
-		if err = r.batcher.Submit(ctx, srv, zoneName, change); err != nil {
+		if err = r.Updates.Submit(ctx, srv, zoneName, change); err != nil {
 			return r.refused(rec, status, err)
 		}
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeNormal, "Repaired", "Update", "%s %s had drifted from what this record wrote; restored", status.FQDN, set.Type)
@@ -313,7 +312,7 @@ func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.
 		return err
 	}
 	rrset := dnsclient.RRSet{Name: rec.Status.FQDN, Type: dns.StringToType[string(rec.Spec.Type)]}
-	err = r.batcher.Submit(ctx, srv, records.CanonicalZone(string(zone.Spec.ZoneName)),
+	err = r.Updates.Submit(ctx, srv, records.CanonicalZone(string(zone.Spec.ZoneName)),
 		dnsclient.Change{Op: dnsclient.Delete, Set: rrset, Prev: rec.Status.AppliedValues})
 	var rc *dnsclient.RcodeError
 	if errors.As(err, &rc) && rc.Rcode == dns.RcodeNXRrset {
@@ -358,9 +357,8 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Servers = ClusterResolver{Client: mgr.GetClient()}
 	}
 	if r.Updates == nil {
-		r.Updates = NewUpdates(r.BatchLinger, r.BatchSize)
+		r.Updates = batch.NewUpdates(r.BatchLinger, r.BatchSize)
 	}
-	r.batcher = r.Updates.batcher
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
 		workers = 512

@@ -120,6 +120,13 @@ func sortEndpoints(eps []PodEndpoint) {
 	})
 }
 
+// agentKey names one pod's agent: the key of its cached client and of its
+// queue in the zone batcher, so zones of one pod share a queue and
+// different clusters never do.
+func agentKey(cluster *bindv1alpha1.BindCluster, addr string) string {
+	return cluster.Namespace + "/" + cluster.Name + "|" + addr
+}
+
 // agentClients builds and caches agent clients from the cluster's agent CA
 // Secret (<cluster>-agent-ca: CA certificate, operator client certificate
 // and key). A renewed certificate replaces the cached client.
@@ -152,7 +159,7 @@ func (a *agentClients) get(ctx context.Context, cluster *bindv1alpha1.BindCluste
 	}
 	var stamp [32]byte
 	copy(stamp[:], h.Sum(nil))
-	id := cluster.Namespace + "/" + cluster.Name + "|" + addr
+	id := agentKey(cluster, addr)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c, ok := a.clients[id]; ok {

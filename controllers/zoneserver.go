@@ -11,16 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
 
-// ZoneServer is where a zone's UPDATEs go and the key that signs them.
-type ZoneServer struct {
-	// Addr is host:port of the zone's primary.
-	Addr string
-	// Key signs the UPDATEs; its secret never leaves dnsclient.Key.
-	Key dnsclient.Key
-}
+// ZoneServer is where a zone's UPDATEs go and the key that signs them: the
+// destination of the shared UPDATE batcher.
+type ZoneServer = batch.Server
 
 // ZoneServerResolver finds a zone's primary and update key. The operator
 // resolves through the cluster's primary Service; the data-plane tests

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
 
@@ -20,7 +20,7 @@ const zonesPerRun = 2000
 // primary zones created:
 //
 //   - single: each caller sends its own EnsureZone (what the controller did);
-//   - batcher: each caller goes through controllers.ZoneBatcher, which
+//   - batcher: each caller goes through batch.ZoneBatcher, which
 //     coalesces them into EnsureZones calls (what it does now).
 //
 // It prints a markdown table (with -benchtime Nx, once for the calibration
@@ -40,8 +40,8 @@ func BenchmarkZoneBatcher(b *testing.B) {
 			failOn(b, errs)
 			return time.Since(start), int64(len(reqs))
 		}},
-		{"controllers.ZoneBatcher", func(e *env, n int, reqs []agent.EnsureZoneRequest) (time.Duration, int64) {
-			zb := controllers.NewZoneBatcher(controllers.ZoneBatchOptions{})
+		{"batch.ZoneBatcher", func(e *env, n int, reqs []agent.EnsureZoneRequest) (time.Duration, int64) {
+			zb := batch.NewZoneBatcher(batch.ZoneBatchOptions{})
 			defer zb.Close()
 			via := &countingEnsurer{c: e.client}
 			start := time.Now()

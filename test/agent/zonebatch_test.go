@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
 
@@ -68,7 +68,7 @@ func ensureConcurrently(tb testing.TB, callers int, reqs []agent.EnsureZoneReque
 func TestZoneBatcherAgainstAgent(t *testing.T) {
 	e := startEnv(t, bindtest.Options{})
 	via := &countingEnsurer{c: e.client}
-	b := controllers.NewZoneBatcher(controllers.ZoneBatchOptions{})
+	b := batch.NewZoneBatcher(batch.ZoneBatchOptions{})
 	defer b.Close()
 	ensure := func(ctx context.Context, r agent.EnsureZoneRequest) (agent.EnsureZoneResult, error) {
 		return b.Ensure(ctx, "pod-0", via, r)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
@@ -67,8 +67,8 @@ func operator(b *testing.B, addr string, key bindtest.Key, workers int) time.Dur
 	if err != nil {
 		b.Fatal(err)
 	}
-	u := controllers.NewUpdates(0, 0)
-	srv := controllers.ZoneServer{Addr: addr, Key: k}
+	u := batch.NewUpdates(0, 0)
+	srv := batch.Server{Addr: addr, Key: k}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var failed sync.Map
@@ -78,7 +78,7 @@ func operator(b *testing.B, addr string, key bindtest.Key, workers int) time.Dur
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				if errs := u.Apply(context.Background(), srv, "bench.test", []dnsclient.Change{{Op: dnsclient.Create, Set: rrset(i)}}); errs[0] != nil {
+				if errs := u.SubmitMany(context.Background(), srv, "bench.test", []dnsclient.Change{{Op: dnsclient.Create, Set: rrset(i)}}); errs[0] != nil {
 					failed.Store(i, errs[0])
 				}
 			}

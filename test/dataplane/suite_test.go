@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/test/envtestutil"
 )
@@ -53,7 +54,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	updates := controllers.NewUpdates(0, 0)
+	updates := batch.NewUpdates(0, 0)
 	servers := controllers.ClusterResolver{Client: mgr.GetClient(), Endpoints: eps}
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: servers, Updates: updates},

@@ -1,4 +1,4 @@
-package controllers
+package batch
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func newFakeServer(gated bool) *fakeServer {
 	return f
 }
 
-func (f *fakeServer) apply(ctx context.Context, _ ZoneServer, zone string, changes []dnsclient.Change) (dnsclient.BatchResult, error) {
+func (f *fakeServer) apply(ctx context.Context, _ Server, zone string, changes []dnsclient.Change) (dnsclient.BatchResult, error) {
 	f.mu.Lock()
 	f.sizes[zone] = append(f.sizes[zone], len(changes))
 	f.mu.Unlock()
@@ -101,7 +101,7 @@ func submitAll(ctx context.Context, b *updateBatcher, zone string, from, n int) 
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { errs[i] = b.Submit(ctx, ZoneServer{Addr: "server"}, zone, change(from+i)) })
+			wg.Go(func() { errs[i] = b.Submit(ctx, Server{Addr: "server"}, zone, change(from+i)) })
 		}
 		wg.Wait()
 		out <- errs
@@ -167,13 +167,13 @@ func TestUpdateBatcherErrorsStayWithTheirChange(t *testing.T) {
 	}
 	b := newUpdateBatcher(0, 500, f.apply)
 	ctx := context.Background()
-	errs := b.SubmitMany(ctx, ZoneServer{Addr: "server"}, "z.", []dnsclient.Change{change(0), change(1), change(2)})
+	errs := b.SubmitMany(ctx, Server{Addr: "server"}, "z.", []dnsclient.Change{change(0), change(1), change(2)})
 	if errs[0] != nil || !errors.Is(errs[1], refused) || errs[2] != nil {
 		t.Errorf("errors %v, want only the second refused", errs)
 	}
-	errs = b.SubmitMany(ctx, ZoneServer{Addr: "server"}, "z.", []dnsclient.Change{change(3), change(4)})
+	errs = b.SubmitMany(ctx, Server{Addr: "server"}, "z.", []dnsclient.Change{change(3), change(4)})
 	for i, err := range errs {
-		if !errors.Is(err, errBatchAborted) || !errors.Is(err, transport) {
+		if !errors.Is(err, ErrAborted) || !errors.Is(err, transport) {
 			t.Errorf("change %d: %v, want the aborted batch's error", i, err)
 		}
 	}

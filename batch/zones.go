@@ -1,4 +1,4 @@
-package controllers
+package batch
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
 // ZoneEnsurer is the agent API a ZoneBatcher sends through: *agent.Client
@@ -104,12 +103,6 @@ func NewZoneBatcher(opts ZoneBatchOptions) *ZoneBatcher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &ZoneBatcher{opts: opts, ctx: ctx, cancel: cancel, pods: map[string]*zoneQueue{}}
-}
-
-// agentKey names one pod's agent for batching: the agentClients cache id,
-// so zones of one pod share a queue and different clusters never do.
-func agentKey(cluster *bindv1alpha1.BindCluster, addr string) string {
-	return cluster.Namespace + "/" + cluster.Name + "|" + addr
 }
 
 // Ensure queues one zone for the pod named by key, sent through via, and

@@ -1,4 +1,4 @@
-package controllers
+package batch
 
 import (
 	"context"
@@ -8,6 +8,14 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
+
+// Server is where a zone's UPDATEs go and the key that signs them.
+type Server struct {
+	// Addr is host:port of the zone's primary.
+	Addr string
+	// Key signs the UPDATEs; its secret never leaves dnsclient.Key.
+	Key dnsclient.Key
+}
 
 // updateBatcher merges the changes of concurrent reconciles into one
 // UPDATE per zone: BIND applies a 500-record UPDATE about 30 times faster
@@ -37,7 +45,7 @@ type updateBatcher struct {
 
 type batchKey struct{ addr, key, zone string }
 
-type applyFunc func(ctx context.Context, srv ZoneServer, zone string, changes []dnsclient.Change) (dnsclient.BatchResult, error)
+type applyFunc func(ctx context.Context, srv Server, zone string, changes []dnsclient.Change) (dnsclient.BatchResult, error)
 
 // lane is one zone's queue: batches waiting, oldest first; busy while a
 // goroutine sends them.
@@ -47,7 +55,7 @@ type lane struct {
 }
 
 type batch struct {
-	server  ZoneServer
+	server  Server
 	changes []dnsclient.Change
 	results []chan error
 }
@@ -59,7 +67,7 @@ func newUpdateBatcher(linger time.Duration, max int, apply applyFunc) *updateBat
 // Submit queues one change and blocks until its batch was applied; the error
 // is this change's own (e.g. *dnsclient.RcodeError YXRRSET), not its
 // neighbours'.
-func (b *updateBatcher) Submit(ctx context.Context, srv ZoneServer, zone string, change dnsclient.Change) error {
+func (b *updateBatcher) Submit(ctx context.Context, srv Server, zone string, change dnsclient.Change) error {
 	return b.SubmitMany(ctx, srv, zone, []dnsclient.Change{change})[0]
 }
 
@@ -67,7 +75,7 @@ func (b *updateBatcher) Submit(ctx context.Context, srv ZoneServer, zone string,
 // until every batch holding one was applied. It returns one error per
 // change, nil where the change applied, so one refused set never holds back
 // the rest.
-func (b *updateBatcher) SubmitMany(ctx context.Context, srv ZoneServer, zone string, changes []dnsclient.Change) []error {
+func (b *updateBatcher) SubmitMany(ctx context.Context, srv Server, zone string, changes []dnsclient.Change) []error {
 	results := make([]chan error, len(changes))
 	k := batchKey{addr: srv.Addr, key: srv.Key.Name, zone: zone}
 	b.mu.Lock()
@@ -150,7 +158,7 @@ func NewUpdates(linger time.Duration, size int) *Updates {
 		size = dnsclient.DefaultBatchSize
 	}
 	cache := &clientCache{}
-	apply := func(ctx context.Context, srv ZoneServer, zone string, changes []dnsclient.Change) (dnsclient.BatchResult, error) {
+	apply := func(ctx context.Context, srv Server, zone string, changes []dnsclient.Change) (dnsclient.BatchResult, error) {
 		c, err := cache.get(srv)
 		if err != nil {
 			return dnsclient.BatchResult{}, err
@@ -159,9 +167,6 @@ func NewUpdates(linger time.Duration, size int) *Updates {
 	}
 	return &Updates{batcher: newUpdateBatcher(linger, size, apply), cache: cache}
 }
-
-// client returns the cached client for a server and key.
-func (u *Updates) client(srv ZoneServer) (*dnsclient.Client, error) { return u.cache.get(srv) }
 
 func (b *updateBatcher) send(bt *batch, zone string) {
 	// Bounded: an UPDATE batch never waits on a reconcile's context.
@@ -180,14 +185,18 @@ func (b *updateBatcher) send(bt *batch, zone string) {
 			// The run stopped (transport, key, SERVFAIL): which changes
 			// landed is unknown, and every change is safe to retry
 			// because each carries its own prerequisite.
-			r <- errors.Join(errBatchAborted, err)
+			r <- errors.Join(ErrAborted, err)
 		default:
 			r <- nil
 		}
 	}
 }
 
-var errBatchAborted = errors.New("the UPDATE batch was cut short")
+// ErrAborted marks the error of a change whose UPDATE run stopped as a
+// whole (transport, key, SERVFAIL): it may or may not have landed, and is
+// safe to retry since every change carries its own prerequisite. A change
+// named refused on its own is never wrapped in it.
+var ErrAborted = errors.New("the UPDATE batch was cut short")
 
 // clientCache keeps one dnsclient.Client (one kept TCP connection) per
 // server and key name; a rotated secret replaces the client.
@@ -202,7 +211,7 @@ type cachedClient struct {
 	client *dnsclient.Client
 }
 
-func (c *clientCache) get(srv ZoneServer) (*dnsclient.Client, error) {
+func (c *clientCache) get(srv Server) (*dnsclient.Client, error) {
 	id := srv.Addr + "|" + srv.Key.Name
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -224,8 +233,15 @@ func (c *clientCache) get(srv ZoneServer) (*dnsclient.Client, error) {
 	return cl, nil
 }
 
-// Apply sends changes (to distinct record sets of zone) through the shared
-// batcher and returns one error per change, nil where it applied.
-func (u *Updates) Apply(ctx context.Context, srv ZoneServer, zone string, changes []dnsclient.Change) []error {
+// Submit sends one change through the shared batcher and blocks until its
+// UPDATE was applied; the error is this change's own (e.g.
+// *dnsclient.RcodeError YXRRSET), not its neighbours'.
+func (u *Updates) Submit(ctx context.Context, srv Server, zone string, change dnsclient.Change) error {
+	return u.batcher.Submit(ctx, srv, zone, change)
+}
+
+// SubmitMany sends changes (to distinct record sets of zone) through the
+// shared batcher and returns one error per change, nil where it applied.
+func (u *Updates) SubmitMany(ctx context.Context, srv Server, zone string, changes []dnsclient.Change) []error {
 	return u.batcher.SubmitMany(ctx, srv, zone, changes)
 }
