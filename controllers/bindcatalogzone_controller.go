@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,12 +21,6 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
-)
-
-// Condition reasons of a BindCatalogZone.
-const (
-	ReasonCatalogServed    = "Served"
-	ReasonCatalogNotServed = "NotServed"
 )
 
 // BindCatalogZoneReconciler reports a catalog zone. The catalog itself is
@@ -62,20 +54,14 @@ func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		period = 30 * time.Second
 	}
 	if err := r.observe(ctx, &cat, status); err != nil {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-			Reason: ReasonCatalogNotServed, Message: agent.Bound(err.Error()), ObservedGeneration: cat.Generation})
+		setCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonCatalogNotServed, agent.Bound(err.Error()))
 		period = min(period, 10*time.Second)
 	} else {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-			Reason: ReasonCatalogServed, Message: fmt.Sprintf("the primary serves catalog %s with %d member zone(s) at serial %d.", records.CanonicalZone(string(cat.Spec.ZoneName)), status.MemberCount, ptr.Deref(status.Serial, 0)),
-			ObservedGeneration: cat.Generation})
+		setCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonCatalogServed,
+			fmt.Sprintf("the primary serves catalog %s with %d member zone(s) at serial %d.", records.CanonicalZone(string(cat.Spec.ZoneName)), status.MemberCount, ptr.Deref(status.Serial, 0)))
 	}
-	if !equality.Semantic.DeepEqual(&cat.Status, status) {
-		base := cat.DeepCopy()
-		cat.Status = *status
-		if err := r.Client.Status().Patch(ctx, &cat, client.MergeFrom(base)); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	if err := patchStatus(ctx, r.Client, &cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status }); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: period}, nil
 }

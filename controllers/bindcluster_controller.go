@@ -14,7 +14,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -31,18 +30,6 @@ import (
 // controlKeyEntry holds the rndc control key's material in the keys Secret.
 // It is generated once and reused, so the hash does not change on reconcile.
 const controlKeyEntry = "control.secret"
-
-// Condition reasons of a BindCluster.
-const (
-	ReasonRenderFailed = "RenderFailed"
-	ReasonCheckFailed  = "ConfigRejected"
-	ReasonConfigValid  = "Checked"
-	ReasonRollingOut   = "RollingOut"
-	ReasonUpToDate     = "UpToDate"
-	ReasonAllReady     = "AllReplicasReady"
-	ReasonNotReady     = "ReplicasNotReady"
-	ReasonWaiting      = "WaitingForPrimaryService"
-)
 
 // BindClusterReconciler renders a BindCluster's configuration and runs it as
 // a StatefulSet. It never replaces a running config with one that
@@ -79,7 +66,7 @@ func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	status.ObservedGeneration = cluster.Generation
 
 	result, err := r.reconcile(ctx, &cluster, status)
-	if uerr := r.updateStatus(ctx, &cluster, status); uerr != nil {
+	if uerr := patchStatus(ctx, r.Client, &cluster, func(c *bindv1alpha1.BindCluster) { c.Status = *status }); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	return result, err
@@ -113,8 +100,8 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		// Usually something referenced does not exist yet (a key's Secret):
 		// try again shortly, and leave the running config alone.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
-		r.setCondition(cluster, status, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, ReasonRenderFailed, msg)
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonRenderFailed, "Render", msg)
+		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	rendered.SecretData[controlKeyEntry] = []byte(ctlKey.Secret)
@@ -132,12 +119,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		if err := render.Check(ctx, in, r.Options.NamedCheckconf); err != nil {
 			msg := fmt.Sprintf("named-checkconf rejected the new configuration, so the pods keep running the previous one: %v", err)
 			logger.Info("rendered config rejected", "cluster", cluster.Name, "reason", err.Error())
-			r.setCondition(cluster, status, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, ReasonCheckFailed, msg)
-			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonCheckFailed, "Check", msg)
+			setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonCheckFailed, msg)
+			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonCheckFailed, "Check", msg)
 			return ctrl.Result{}, nil
 		}
 	}
-	r.setCondition(cluster, status, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
+	setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, bindv1alpha1.ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
 
 	for k, v := range tlsEntries {
 		rendered.SecretData[k] = v
@@ -153,7 +140,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{}, err
 	}
 	if hash != running && running != "" {
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, ReasonRollingOut, "Roll", "configuration changed (hash %s), rolling the pods once", shortHash(hash))
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, bindv1alpha1.ReasonRollingOut, "Roll", "configuration changed (hash %s), rolling the pods once", shortHash(hash))
 	}
 	status.ConfigHash = hash
 	r.observeStatefulSet(cluster, status, sts)
@@ -349,33 +336,16 @@ func (r *BindClusterReconciler) observeStatefulSet(cluster *bindv1alpha1.BindClu
 		sts.Status.UpdatedReplicas < want ||
 		(sts.Status.UpdateRevision != "" && sts.Status.CurrentRevision != sts.Status.UpdateRevision)
 	if rolling {
-		r.setCondition(cluster, status, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonRollingOut,
+		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, bindv1alpha1.ReasonRollingOut,
 			fmt.Sprintf("%d of %d pods run the current configuration.", sts.Status.UpdatedReplicas, want))
 	} else {
-		r.setCondition(cluster, status, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonUpToDate, "every pod runs the current configuration.")
+		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, bindv1alpha1.ReasonUpToDate, "every pod runs the current configuration.")
 	}
 	if sts.Status.ReadyReplicas >= want && !rolling {
-		r.setCondition(cluster, status, bindv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
 	} else {
-		r.setCondition(cluster, status, bindv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
 	}
-}
-
-func (r *BindClusterReconciler) setCondition(cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, typ string, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: cluster.Generation,
-	})
-}
-
-func (r *BindClusterReconciler) updateStatus(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus) error {
-	if equality.Semantic.DeepEqual(&cluster.Status, status) {
-		return nil
-	}
-	// A merge patch of the status alone does not conflict with spec edits
-	// made while this reconcile ran.
-	base := cluster.DeepCopy()
-	cluster.Status = *status
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, cluster, client.MergeFrom(base)))
 }
 
 func shortHash(h string) string {

@@ -26,15 +26,6 @@ import (
 // template are removed from the Secret and nobody else's are touched.
 const annotationTemplateKeys = "bind.unkin.net/secret-template-keys"
 
-// Condition reasons of a BindTSIGKey.
-const (
-	ReasonKeyGenerated   = "Generated"
-	ReasonKeyImported    = "Imported"
-	ReasonSecretMissing  = "SecretNotFound"
-	ReasonSecretConflict = "SecretNotManaged"
-	ReasonSecretUnusable = "SecretUnusable"
-)
-
 // BindTSIGKeyReconciler generates a TSIG key's material into a Secret once,
 // keeps the Secret's template metadata in line, and adopts imported Secrets
 // without ever modifying them.
@@ -65,19 +56,13 @@ func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cond.ObservedGeneration = key.Generation
 	// Warn once per change of state, not on every resync.
 	if prev := meta.FindStatusCondition(status.Conditions, cond.Type); cond.Status != metav1.ConditionTrue &&
 		(prev == nil || prev.Reason != cond.Reason || prev.Status != cond.Status) {
 		r.Recorder.Eventf(&key, nil, corev1.EventTypeWarning, cond.Reason, "Reconcile", cond.Message)
 	}
-	meta.SetStatusCondition(&status.Conditions, cond)
-	if equality.Semantic.DeepEqual(&key.Status, status) {
-		return ctrl.Result{}, nil
-	}
-	base := key.DeepCopy()
-	key.Status = *status
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, &key, client.MergeFrom(base)))
+	setCondition(&status.Conditions, &key, cond.Type, cond.Status, cond.Reason, cond.Message)
+	return ctrl.Result{}, patchStatus(ctx, r.Client, &key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
 }
 
 func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1alpha1.BindTSIGKey, secretName, keyName string, alg bindv1alpha1.TSIGAlgorithm) (metav1.Condition, error) {
@@ -90,12 +75,12 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 
 	if key.Spec.ImportExisting {
 		if !exists {
-			return notReady(ReasonSecretMissing, fmt.Sprintf("the Secret %q to import does not exist; create it with the base64 key under %q", secretName, bindv1alpha1.TSIGSecretKey)), nil
+			return notReady(bindv1alpha1.ReasonSecretMissing, fmt.Sprintf("the Secret %q to import does not exist; create it with the base64 key under %q", secretName, bindv1alpha1.TSIGSecretKey)), nil
 		}
 		if err := checkTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
-			return notReady(ReasonSecretUnusable, fmt.Sprintf("the imported Secret %q is unusable: %v", secretName, err)), nil
+			return notReady(bindv1alpha1.ReasonSecretUnusable, fmt.Sprintf("the imported Secret %q is unusable: %v", secretName, err)), nil
 		}
-		return ready(ReasonKeyImported, fmt.Sprintf("using the imported Secret %q (never modified by the operator)", secretName)), nil
+		return ready(bindv1alpha1.ReasonKeyImported, fmt.Sprintf("using the imported Secret %q (never modified by the operator)", secretName)), nil
 	}
 
 	if !exists {
@@ -119,12 +104,12 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 		if err := r.Client.Create(ctx, &secret); err != nil {
 			return metav1.Condition{}, err
 		}
-		r.Recorder.Eventf(key, nil, corev1.EventTypeNormal, ReasonKeyGenerated, "Generate", "generated %s key material into Secret %q", alg, secretName)
-		return ready(ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
+		r.Recorder.Eventf(key, nil, corev1.EventTypeNormal, bindv1alpha1.ReasonKeyGenerated, "Generate", "generated %s key material into Secret %q", alg, secretName)
+		return ready(bindv1alpha1.ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
 	}
 
 	if !metav1.IsControlledBy(&secret, key) {
-		return notReady(ReasonSecretConflict, fmt.Sprintf("the Secret %q exists but was not created for this BindTSIGKey; set importExisting: true to adopt it, or choose another secretName", secretName)), nil
+		return notReady(bindv1alpha1.ReasonSecretConflict, fmt.Sprintf("the Secret %q exists but was not created for this BindTSIGKey; set importExisting: true to adopt it, or choose another secretName", secretName)), nil
 	}
 	// Material is generated once: an existing Secret keeps its key, only
 	// its template metadata is reconciled, and only when it differs.
@@ -136,9 +121,9 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 		}
 	}
 	if err := checkTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
-		return notReady(ReasonSecretUnusable, fmt.Sprintf("the Secret %q is unusable: %v; delete the Secret to generate a new key", secretName, err)), nil
+		return notReady(bindv1alpha1.ReasonSecretUnusable, fmt.Sprintf("the Secret %q is unusable: %v; delete the Secret to generate a new key", secretName, err)), nil
 	}
-	return ready(ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
+	return ready(bindv1alpha1.ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
 }
 
 // applyTemplate sets the template's labels and annotations, removes those a

@@ -39,7 +39,7 @@ func (r *BindZoneReconciler) ensureCatalogMember(ctx context.Context, zone *bind
 		Name: owner, Type: dns.TypePTR, TTL: 0, Values: want,
 	}})
 	if err != nil {
-		return &problem{ReasonRecordsRefused, agent.Bound(fmt.Sprintf("adding the zone to catalog %s failed: %v", cat, err)), 30 * time.Second}
+		return &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("adding the zone to catalog %s failed: %v", cat, err)), 30 * time.Second}
 	}
 	r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "CatalogMemberAdded", "Update", "zone %s added to catalog %s", t.zoneName, cat)
 	if err := notifySecondaries(ctx, t.pods, cat, key); err != nil {
@@ -53,13 +53,13 @@ func (r *BindZoneReconciler) catalog(ctx context.Context, namespace, name string
 	var cat bindv1alpha1.BindCatalogZone
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &cat); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", dnsclient.Key{}, &problem{ReasonInvalidZone, fmt.Sprintf("BindCatalogZone %q does not exist; create it or fix spec.catalogZoneRef", name), 30 * time.Second}
+			return "", dnsclient.Key{}, &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("BindCatalogZone %q does not exist; create it or fix spec.catalogZoneRef", name), 30 * time.Second}
 		}
 		return "", dnsclient.Key{}, err
 	}
 	key, err := loadUpdateKey(ctx, r.Client, namespace, cat.Spec.TransferKeyRef.Name)
 	if err != nil {
-		return "", dnsclient.Key{}, &problem{ReasonInvalidZone, err.Error(), 30 * time.Second}
+		return "", dnsclient.Key{}, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 	}
 	return string(cat.Spec.ZoneName), key, nil
 }

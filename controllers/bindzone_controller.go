@@ -29,18 +29,6 @@ import (
 // catalog before the BindZone goes away.
 const zoneFinalizer = "bind.unkin.net/bindzone"
 
-// Condition reasons of a BindZone.
-const (
-	ReasonServed          = "Served"
-	ReasonInConfig        = "InConfig"
-	ReasonClusterNotFound = "ClusterNotFound"
-	ReasonInvalidZone     = "InvalidZone"
-	ReasonPrimaryNotReady = "PrimaryNotReady"
-	ReasonAgentError      = "AgentError"
-	ReasonRecordsRefused  = "RecordsRefused"
-	ReasonReplicating     = "Replicating"
-)
-
 // DefaultResyncPeriod is how often a BindZone compares what named serves
 // with spec.records when nothing else triggers it.
 const DefaultResyncPeriod = 5 * time.Minute
@@ -107,9 +95,9 @@ func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	status := zone.Status.DeepCopy()
 	if zone.Spec.Type != bindv1alpha1.ZonePrimary && zone.Spec.Type != "" {
 		status.ObservedGeneration = zone.Generation
-		setZoneCondition(&zone, status, metav1.ConditionTrue, ReasonInConfig,
+		setZoneCondition(&zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonInConfig,
 			fmt.Sprintf("%s zones are declared in named.conf by BindCluster %q.", zone.Spec.Type, zone.Spec.ClusterRef.Name))
-		return ctrl.Result{}, r.patchStatus(ctx, &zone, status)
+		return ctrl.Result{}, patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
 	}
 	if controllerutil.AddFinalizer(&zone, zoneFinalizer) {
 		if err := r.Client.Update(ctx, &zone); err != nil {
@@ -118,7 +106,7 @@ func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	res, err := r.apply(ctx, &zone, status)
 	status.ObservedGeneration = zone.Generation
-	if uerr := r.patchStatus(ctx, &zone, status); uerr != nil {
+	if uerr := patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status }); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	if err == nil && res.RequeueAfter == 0 {
@@ -158,15 +146,15 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	inSync := r.observeSerials(ctx, t, status)
 	if len(status.RejectedRecords) > 0 {
 		first := status.RejectedRecords[0]
-		setZoneCondition(zone, status, metav1.ConditionFalse, ReasonRecordsRefused,
+		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonRecordsRefused,
 			fmt.Sprintf("%d record set(s) of spec.records were not applied; first %s %s: %s %s (the others are served)", len(status.RejectedRecords), first.Name, first.Type, first.Rcode, first.Message))
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
 	if !inSync {
-		setZoneCondition(zone, status, metav1.ConditionTrue, ReasonReplicating, fmt.Sprintf("the primary serves serial %d; some secondaries do not serve it yet", ptr.Deref(status.Serial, 0)))
+		setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; some secondaries do not serve it yet", ptr.Deref(status.Serial, 0)))
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	setZoneCondition(zone, status, metav1.ConditionTrue, ReasonServed, fmt.Sprintf("zone %s is served by the primary (serial %d) and every secondary.", t.zoneName, ptr.Deref(status.Serial, 0)))
+	setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonServed, fmt.Sprintf("zone %s is served by the primary (serial %d) and every secondary.", t.zoneName, ptr.Deref(status.Serial, 0)))
 	return ctrl.Result{}, nil
 }
 

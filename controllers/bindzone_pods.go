@@ -42,7 +42,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 	seed := render.SeedZoneWithGlue(t.zoneName, soa, zone.EffectiveDefaultTTL(), mnameGlue(t.zoneName, string(soa.PrimaryNameServer), zone.Spec.Records))
 	ac, err := r.agents.get(ctx, t.cluster, prim.AgentAddr)
 	if err != nil {
-		return false, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
+		return false, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
 	res, err := r.Zones.Ensure(ctx, agentKey(t.cluster, prim.AgentAddr), ac, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: clause, Seed: seed})
 	if err != nil {
@@ -59,7 +59,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 			}
 			sc, err := r.agents.get(ctx, t.cluster, s.AgentAddr)
 			if err != nil {
-				return false, &problem{ReasonAgentError, err.Error(), 10 * time.Second}
+				return false, &problem{bindv1alpha1.ReasonAgentError, err.Error(), 10 * time.Second}
 			}
 			if _, err := r.Zones.Ensure(ctx, agentKey(t.cluster, s.AgentAddr), sc, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: sclause}); err != nil {
 				return false, agentProblem(s.Pod, err)
@@ -98,9 +98,9 @@ func titleCase(s string) string {
 func agentProblem(pod string, err error) error {
 	var ae *agent.Error
 	if errors.As(err, &ae) && ae.Invalid() {
-		return &problem{ReasonInvalidZone, fmt.Sprintf("the agent of %s refused the zone: %s", pod, ae.Message), time.Minute}
+		return &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("the agent of %s refused the zone: %s", pod, ae.Message), time.Minute}
 	}
-	return &problem{ReasonAgentError, agent.Bound(fmt.Sprintf("the agent of %s: %v", pod, err)), 10 * time.Second}
+	return &problem{bindv1alpha1.ReasonAgentError, agent.Bound(fmt.Sprintf("the agent of %s: %v", pod, err)), 10 * time.Second}
 }
 
 func (r *BindZoneReconciler) removeFromPods(ctx context.Context, zone *bindv1alpha1.BindZone) error {

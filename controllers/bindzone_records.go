@@ -147,9 +147,9 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 			// whole batch stopped, report it and retry.
 			var rc *dnsclient.RcodeError
 			if errors.As(transport, &rc) {
-				return &problem{ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone's updates with %s: %v", rc.RcodeName(), transport)), 30 * time.Second}
+				return &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone's updates with %s: %v", rc.RcodeName(), transport)), 30 * time.Second}
 			}
-			return &problem{ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("the updates did not reach the primary: %v", transport)), 10 * time.Second}
+			return &problem{bindv1alpha1.ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("the updates did not reach the primary: %v", transport)), 10 * time.Second}
 		}
 		applied := len(changes) - len(rejected)
 		r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "RecordsApplied", "Update", "%d record set change(s) applied to %s", applied, t.zoneName)
@@ -189,9 +189,9 @@ func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget) (map[set
 	if err != nil {
 		var rc *dnsclient.RcodeError
 		if errors.As(err, &rc) {
-			return nil, &problem{ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone transfer with %s: %v", rc.RcodeName(), err)), 30 * time.Second}
+			return nil, &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone transfer with %s: %v", rc.RcodeName(), err)), 30 * time.Second}
 		}
-		return nil, &problem{ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("cannot transfer the zone from the primary: %v", err)), 10 * time.Second}
+		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("cannot transfer the zone from the primary: %v", err)), 10 * time.Second}
 	}
 	out := map[setKey]servedSet{}
 	for _, rr := range rrs {

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -33,7 +30,7 @@ func (r *BindZoneReconciler) report(zone *bindv1alpha1.BindZone, status *bindv1a
 		setZoneCondition(zone, status, metav1.ConditionFalse, p.reason, p.msg)
 		return ctrl.Result{RequeueAfter: p.requeue}, nil
 	}
-	setZoneCondition(zone, status, metav1.ConditionFalse, ReasonAgentError, agent.Bound(err.Error()))
+	setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonAgentError, agent.Bound(err.Error()))
 	return ctrl.Result{}, err
 }
 
@@ -76,15 +73,8 @@ func soaSerial(ctx context.Context, addr, zone string) (uint32, error) {
 	return c.Serial(ctx, zone)
 }
 
+// setZoneCondition sets a zone's Ready condition. Its messages carry text
+// from the agent and named, so they are bounded.
 func setZoneCondition(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: s, Reason: reason, Message: agent.Bound(msg), ObservedGeneration: zone.Generation})
-}
-
-func (r *BindZoneReconciler) patchStatus(ctx context.Context, zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus) error {
-	if equality.Semantic.DeepEqual(&zone.Status, status) {
-		return nil
-	}
-	base := zone.DeepCopy()
-	zone.Status = *status
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, zone, client.MergeFrom(base)))
+	setCondition(&status.Conditions, zone, bindv1alpha1.ConditionReady, s, reason, agent.Bound(msg))
 }

@@ -27,7 +27,7 @@ func TestZoneConditionMessageIsBounded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			zone := &bindv1alpha1.BindZone{}
 			status := &bindv1alpha1.BindZoneStatus{}
-			setZoneCondition(zone, status, metav1.ConditionFalse, ReasonAgentError, "the agent said: "+msg)
+			setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonAgentError, "the agent said: "+msg)
 			got := status.Conditions[0].Message
 			if len(got) > agent.MaxMessageBytes+len("...") {
 				t.Errorf("message of %d bytes, want at most %d", len(got), agent.MaxMessageBytes+3)

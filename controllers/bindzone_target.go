@@ -43,7 +43,7 @@ func (t *zoneTarget) clause(p *PodEndpoint, role render.ZoneRole, notify []strin
 		in.Paths = paths
 		var err error
 		if zc, err = render.NewZoneClauses(in); err != nil {
-			return "", &problem{ReasonInvalidZone, err.Error(), time.Minute}
+			return "", &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), time.Minute}
 		}
 		t.clauses[paths] = zc
 	}
@@ -52,7 +52,7 @@ func (t *zoneTarget) clause(p *PodEndpoint, role render.ZoneRole, notify []strin
 	}
 	c, err := zc.Clause(t.effective, role, notify)
 	if err != nil {
-		return "", &problem{ReasonInvalidZone, err.Error(), time.Minute}
+		return "", &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), time.Minute}
 	}
 	return c, nil
 }
@@ -75,7 +75,7 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 	var cluster bindv1alpha1.BindCluster
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: zone.Spec.ClusterRef.Name}, &cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &problem{ReasonClusterNotFound, fmt.Sprintf("BindCluster %q does not exist in this namespace; create it or fix spec.clusterRef", zone.Spec.ClusterRef.Name), 30 * time.Second}
+			return nil, &problem{bindv1alpha1.ReasonClusterNotFound, fmt.Sprintf("BindCluster %q does not exist in this namespace; create it or fix spec.clusterRef", zone.Spec.ClusterRef.Name), 30 * time.Second}
 		}
 		return nil, err
 	}
@@ -85,29 +85,29 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 	}
 	addr, port, err := r.Endpoints.Transfer(ctx, &cluster)
 	if err != nil {
-		return nil, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
+		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
 	keyObj, err := OperatorKeyRef(ctx, r.Client, &cluster, zone)
 	if err != nil {
-		return nil, &problem{ReasonInvalidZone, err.Error(), time.Minute}
+		return nil, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), time.Minute}
 	}
 	t.effective = zone.DeepCopy()
 	t.effective.Spec.UpdateKeyRef = &bindv1alpha1.LocalObjectReference{Name: keyObj}
 
 	in, err := gatherInput(ctx, r.Client, &cluster, addr, clauseControlKey, r.Paths)
 	if err != nil {
-		return nil, &problem{ReasonInvalidZone, fmt.Sprintf("the zone's configuration inputs are incomplete: %v", err), 30 * time.Second}
+		return nil, &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("the zone's configuration inputs are incomplete: %v", err), 30 * time.Second}
 	}
 	in.PrimaryPort = port
 	in.Zones = []bindv1alpha1.BindZone{*t.effective}
 	if _, ok := in.Keys[keyObj]; !ok {
 		var k bindv1alpha1.BindTSIGKey
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: keyObj}, &k); err != nil {
-			return nil, &problem{ReasonInvalidZone, fmt.Sprintf("BindTSIGKey %q: %v", keyObj, err), 30 * time.Second}
+			return nil, &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("BindTSIGKey %q: %v", keyObj, err), 30 * time.Second}
 		}
 		m, err := keyMaterial(ctx, r.Client, &k)
 		if err != nil {
-			return nil, &problem{ReasonInvalidZone, err.Error(), 30 * time.Second}
+			return nil, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 		}
 		in.Keys[keyObj] = m
 	}
@@ -119,7 +119,7 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 	if xfr, err := TransferKeyRef(ctx, r.Client, &cluster, zone); err == nil && xfr != "" {
 		k, err := loadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
 		if err != nil {
-			return nil, &problem{ReasonInvalidZone, err.Error(), 30 * time.Second}
+			return nil, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 		}
 		t.xfrKey = &k
 	}
@@ -127,10 +127,10 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 		return nil, err
 	}
 	if t.primary() == nil {
-		return nil, &problem{ReasonPrimaryNotReady, fmt.Sprintf("the primary pod of BindCluster %q has no address yet", cluster.Name), 10 * time.Second}
+		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, fmt.Sprintf("the primary pod of BindCluster %q has no address yet", cluster.Name), 10 * time.Second}
 	}
 	if t.srv, err = r.Servers.Resolve(ctx, zone); err != nil {
-		return nil, &problem{ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
+		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
 	return t, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,18 +36,6 @@ import (
 // recordFinalizer removes a DNSRecord's data from its zone before the
 // object goes away.
 const recordFinalizer = bindv1alpha1.DNSRecordFinalizer
-
-// Condition reasons of a DNSRecord.
-const (
-	ReasonApplied       = "Applied"
-	ReasonZoneNotFound  = "ZoneNotFound"
-	ReasonZoneNotReady  = "ZoneNotReady"
-	ReasonClaimed       = "ClaimedByAnother"
-	ReasonForeignData   = "ForeignData"
-	ReasonUpdateRefused = "UpdateRefused"
-	ReasonInvalidRecord = "InvalidRecord"
-	ReasonNoConflict    = "NoConflict"
-)
 
 // deleteGiveUp bounds how long a deleted DNSRecord waits for its zone's
 // primary: a cluster that is gone for good must not keep objects forever.
@@ -106,7 +93,7 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	status := rec.Status.DeepCopy()
 	status.ObservedGeneration = rec.Generation
 	res, err := r.apply(ctx, &rec, status)
-	if uerr := r.patchStatus(ctx, &rec, status); uerr != nil {
+	if uerr := patchStatus(ctx, r.Client, &rec, func(d *bindv1alpha1.DNSRecord) { d.Status = *status }); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	return res, err
@@ -116,7 +103,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 	var zone bindv1alpha1.BindZone
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Spec.ZoneRef.Name}, &zone); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setReady(rec, status, metav1.ConditionFalse, ReasonZoneNotFound, fmt.Sprintf("BindZone %q does not exist in this namespace; create it or fix spec.zoneRef", rec.Spec.ZoneRef.Name))
+			r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotFound, fmt.Sprintf("BindZone %q does not exist in this namespace; create it or fix spec.zoneRef", rec.Spec.ZoneRef.Name))
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
 		return ctrl.Result{}, err
@@ -125,14 +112,14 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 	if owner, err := r.claimant(ctx, rec, &zone); err != nil {
 		return ctrl.Result{}, err
 	} else if owner != "" {
-		r.setConflict(rec, status, ReasonClaimed, fmt.Sprintf("%s already manages %s %s; delete one of the two, or give them different names or types", owner, rec.Spec.Name, rec.Spec.Type))
+		r.setConflict(rec, status, bindv1alpha1.ReasonClaimed, fmt.Sprintf("%s already manages %s %s; delete one of the two, or give them different names or types", owner, rec.Spec.Name, rec.Spec.Type))
 		return ctrl.Result{}, nil
 	}
 
 	defaultTTL := zone.EffectiveDefaultTTL()
 	set, errs := records.CanonicalizeSet(zoneName, bindv1alpha1.RecordSet{Name: rec.Spec.Name, Type: rec.Spec.Type, TTL: rec.Spec.TTL, Values: rec.Spec.Values}, defaultTTL, field.NewPath("spec"))
 	if len(errs) > 0 {
-		r.setReady(rec, status, metav1.ConditionFalse, ReasonInvalidRecord, errs.ToAggregate().Error())
+		r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonInvalidRecord, errs.ToAggregate().Error())
 		return ctrl.Result{}, nil
 	}
 	status.FQDN = records.FQDN(zoneName, string(set.Name))
@@ -145,7 +132,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 
 	srv, err := r.Servers.Resolve(ctx, &zone)
 	if err != nil {
-		r.setReady(rec, status, metav1.ConditionFalse, ReasonZoneNotReady, fmt.Sprintf("cannot send updates to zone %s yet: %v", zoneName, err))
+		r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotReady, fmt.Sprintf("cannot send updates to zone %s yet: %v", zoneName, err))
 		return ctrl.Result{RequeueAfter: 15 * time.Second}, nil
 	}
 	rrtype := dns.StringToType[string(set.Type)]
@@ -178,7 +165,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 		// Our own earlier write (its status not yet visible): done.
 	case errors.As(err, &rc) && rc.Rcode == dns.RcodeYXRrset && change.Op == dnsclient.Create:
 		status.LastRcode = rc.RcodeName()
-		r.setConflict(rec, status, ReasonForeignData, fmt.Sprintf("%s %s already holds data no DNSRecord created; it is left alone. Set spec.adoptExisting: true to take it over", status.FQDN, set.Type))
+		r.setConflict(rec, status, bindv1alpha1.ReasonForeignData, fmt.Sprintf("%s %s already holds data no DNSRecord created; it is left alone. Set spec.adoptExisting: true to take it over", status.FQDN, set.Type))
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	case errors.As(err, &rc) && rc.Rcode == dns.RcodeNXRrset && change.Op == dnsclient.Replace:
 		// What we wrote was changed behind our back: the declaration wins
@@ -195,7 +182,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 	status.AppliedValues = set.Values
 	status.AppliedTTL = ptr.To(ttl)
 	r.clearConflict(rec, status)
-	r.setReady(rec, status, metav1.ConditionTrue, ReasonApplied, fmt.Sprintf("%s %s is served by the zone's primary", status.FQDN, set.Type))
+	r.setReady(rec, status, metav1.ConditionTrue, bindv1alpha1.ReasonApplied, fmt.Sprintf("%s %s is served by the zone's primary", status.FQDN, set.Type))
 	return ctrl.Result{RequeueAfter: r.resyncPeriod()}, nil
 }
 
@@ -224,11 +211,11 @@ func (r *DNSRecordReconciler) refused(rec *bindv1alpha1.DNSRecord, status *bindv
 	if errors.As(err, &rc) {
 		status.LastRcode = rc.RcodeName()
 		msg := fmt.Sprintf("the zone's primary refused the update with %s: %v", rc.RcodeName(), err)
-		r.setReady(rec, status, metav1.ConditionFalse, ReasonUpdateRefused, msg)
-		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, ReasonUpdateRefused, "Update", msg)
+		r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonUpdateRefused, msg)
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonUpdateRefused, "Update", msg)
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	r.setReady(rec, status, metav1.ConditionFalse, ReasonZoneNotReady, fmt.Sprintf("the update did not reach the zone's primary: %v", err))
+	r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotReady, fmt.Sprintf("the update did not reach the zone's primary: %v", err))
 	return ctrl.Result{}, err
 }
 
@@ -322,28 +309,19 @@ func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.
 }
 
 func (r *DNSRecordReconciler) setReady(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: s, Reason: reason, Message: msg, ObservedGeneration: rec.Generation})
+	setCondition(&status.Conditions, rec, bindv1alpha1.ConditionReady, s, reason, msg)
 }
 
 func (r *DNSRecordReconciler) setConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, reason, msg string) {
 	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionConflict); prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != reason {
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, reason, "Claim", msg)
 	}
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionConflict, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: rec.Generation})
+	setCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionTrue, reason, msg)
 	r.setReady(rec, status, metav1.ConditionFalse, reason, msg)
 }
 
 func (r *DNSRecordReconciler) clearConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: bindv1alpha1.ConditionConflict, Status: metav1.ConditionFalse, Reason: ReasonNoConflict, Message: "no other object claims this name and type.", ObservedGeneration: rec.Generation})
-}
-
-func (r *DNSRecordReconciler) patchStatus(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) error {
-	if equality.Semantic.DeepEqual(&rec.Status, status) {
-		return nil
-	}
-	base := rec.DeepCopy()
-	rec.Status = *status
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, rec, client.MergeFrom(base)))
+	setCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionFalse, bindv1alpha1.ReasonNoConflict, "no other object claims this name and type.")
 }
 
 // SetupWithManager registers the reconciler. A change to a zone re-checks

@@ -1,20 +1,5 @@
 package v1alpha1
 
-// Condition types and reasons shared by every kind. Each kind reports at
-// least Ready; kinds with more to say add their own types beside it.
-const (
-	// ConditionReady is True when the object has been fully applied to BIND.
-	ConditionReady = "Ready"
-	// ConditionConfigValid is True when the last rendered configuration was
-	// accepted by named-checkconf.
-	ConditionConfigValid = "ConfigValid"
-	// ConditionProgressing is True while a change is being rolled out.
-	ConditionProgressing = "Progressing"
-	// ConditionConflict is True when another object already owns the data
-	// this object wants to manage.
-	ConditionConflict = "Conflict"
-)
-
 // Labels and annotations owned by the operator.
 const (
 	// LabelManagedBy marks objects that the operator created and manages.

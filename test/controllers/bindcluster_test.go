@@ -244,7 +244,7 @@ func TestRejectedConfigNeverRolls(t *testing.T) {
 
 	f.eventually("ConfigValid=False with the checker's message", func() (bool, error) {
 		cond := meta.FindStatusCondition(f.getCluster().Status.Conditions, v1.ConditionConfigValid)
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == controllers.ReasonCheckFailed &&
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == v1.ReasonCheckFailed &&
 			strings.Contains(cond.Message, "notify-rate"), nil
 	})
 	if h := f.hash(); h != before {
@@ -261,7 +261,7 @@ func TestRejectedConfigNeverRolls(t *testing.T) {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.Reason == controllers.ReasonCheckFailed && e.Type == corev1.EventTypeWarning {
+			if e.Reason == v1.ReasonCheckFailed && e.Type == corev1.EventTypeWarning {
 				return true, nil
 			}
 		}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
 )
 
 func keyNamespace(t *testing.T) *fixture {
@@ -60,7 +59,7 @@ func TestTSIGKeyGeneratedOnceWithTemplate(t *testing.T) {
 		},
 	}}
 	f.create(key)
-	f.waitKey("external-dns", metav1.ConditionTrue, controllers.ReasonKeyGenerated)
+	f.waitKey("external-dns", metav1.ConditionTrue, v1.ReasonKeyGenerated)
 
 	s := f.secret("external-dns-tsig")
 	raw, err := base64.StdEncoding.DecodeString(string(s.Data[v1.TSIGSecretKey]))
@@ -126,14 +125,14 @@ func TestTSIGKeyImportNeverModifiesTheSecret(t *testing.T) {
 	f.create(&v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: "legacy"}, Spec: v1.BindTSIGKeySpec{
 		ImportExisting: true, SecretName: "legacy-key",
 	}})
-	c := f.waitKey("legacy", metav1.ConditionFalse, controllers.ReasonSecretMissing)
+	c := f.waitKey("legacy", metav1.ConditionFalse, v1.ReasonSecretMissing)
 	if !strings.Contains(c.Message, `"legacy-key"`) {
 		t.Errorf("message should name the missing Secret: %s", c.Message)
 	}
 
 	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "legacy-key", Labels: map[string]string{"owner": "someone"}},
 		Data: map[string][]byte{v1.TSIGSecretKey: []byte(base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))}})
-	f.waitKey("legacy", metav1.ConditionTrue, controllers.ReasonKeyImported)
+	f.waitKey("legacy", metav1.ConditionTrue, v1.ReasonKeyImported)
 	s := f.secret("legacy-key")
 	if len(s.OwnerReferences) != 0 || s.Labels[v1.LabelManagedBy] != "" || len(s.Labels) != 1 {
 		t.Fatalf("an imported Secret was modified: labels=%v owners=%v", s.Labels, s.OwnerReferences)
@@ -141,14 +140,14 @@ func TestTSIGKeyImportNeverModifiesTheSecret(t *testing.T) {
 
 	s.Data[v1.TSIGSecretKey] = []byte("not base64!")
 	must(t, k8sClient.Update(ctx, s))
-	f.waitKey("legacy", metav1.ConditionFalse, controllers.ReasonSecretUnusable)
+	f.waitKey("legacy", metav1.ConditionFalse, v1.ReasonSecretUnusable)
 }
 
 func TestTSIGKeyRefusesForeignSecret(t *testing.T) {
 	f := keyNamespace(t)
 	f.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "taken-tsig"}, Data: map[string][]byte{"x": []byte("y")}})
 	f.create(&v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: "taken"}})
-	c := f.waitKey("taken", metav1.ConditionFalse, controllers.ReasonSecretConflict)
+	c := f.waitKey("taken", metav1.ConditionFalse, v1.ReasonSecretConflict)
 	if !strings.Contains(c.Message, "importExisting") {
 		t.Errorf("the message should say how to adopt the Secret: %s", c.Message)
 	}

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
@@ -108,7 +107,7 @@ func newRecord(name, owner, typ string, values ...string) *v1.DNSRecord {
 func TestDNSRecordLifecycle(t *testing.T) {
 	e := newRecordEnv(t)
 	e.create(newRecord("api", "api", "A", "192.0.2.80", "192.0.2.81"))
-	r := e.waitRecord("api", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	r := e.waitRecord("api", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 	e.waitServed("api.example.com", dns.TypeA, "192.0.2.80", "192.0.2.81")
 	if r.Status.FQDN != "api.example.com." || r.Status.LastRcode != "NOERROR" || len(r.Status.AppliedValues) != 2 {
 		t.Errorf("status = %+v", r.Status)
@@ -120,7 +119,7 @@ func TestDNSRecordLifecycle(t *testing.T) {
 		r.Spec.TTL = &ttl
 	})
 	e.waitServed("api.example.com", dns.TypeA, "192.0.2.82")
-	e.waitRecord("api", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitRecord("api", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 
 	must(t, k8sClient.Delete(ctx, r))
 	e.waitServed("api.example.com", dns.TypeA)
@@ -141,7 +140,7 @@ func TestDNSRecordNeverTouchesForeignData(t *testing.T) {
 	}}))
 
 	e.create(newRecord("legacy", "legacy", "A", "192.0.2.8"))
-	r := e.waitRecord("legacy", v1.ConditionConflict, metav1.ConditionTrue, controllers.ReasonForeignData)
+	r := e.waitRecord("legacy", v1.ConditionConflict, metav1.ConditionTrue, v1.ReasonForeignData)
 	if r.Status.LastRcode != "YXRRSET" || !strings.Contains(meta.FindStatusCondition(r.Status.Conditions, v1.ConditionConflict).Message, "adoptExisting") {
 		t.Errorf("the conflict should carry BIND's rcode and the way out: %+v", r.Status)
 	}
@@ -161,16 +160,16 @@ func TestDNSRecordNeverTouchesForeignData(t *testing.T) {
 	adopt := newRecord("legacy2", "legacy", "A", "192.0.2.9")
 	adopt.Spec.AdoptExisting = true
 	e.create(adopt)
-	e.waitRecord("legacy2", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitRecord("legacy2", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 	e.waitServed("legacy.example.com", dns.TypeA, "192.0.2.9")
 }
 
 func TestDNSRecordConflictBetweenRecords(t *testing.T) {
 	e := newRecordEnv(t)
 	e.create(newRecord("first", "www", "A", "192.0.2.1"))
-	e.waitRecord("first", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitRecord("first", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 	e.create(newRecord("second", "www", "A", "192.0.2.2"))
-	r := e.waitRecord("second", v1.ConditionConflict, metav1.ConditionTrue, controllers.ReasonClaimed)
+	r := e.waitRecord("second", v1.ConditionConflict, metav1.ConditionTrue, v1.ReasonClaimed)
 	if !strings.Contains(meta.FindStatusCondition(r.Status.Conditions, v1.ConditionConflict).Message, `DNSRecord "first"`) {
 		t.Errorf("the conflict should name the owner: %+v", r.Status.Conditions)
 	}
@@ -178,11 +177,11 @@ func TestDNSRecordConflictBetweenRecords(t *testing.T) {
 
 	// Inline records of the BindZone own their names too.
 	e.create(newRecord("inline", "inline", "A", "192.0.2.3"))
-	e.waitRecord("inline", v1.ConditionConflict, metav1.ConditionTrue, controllers.ReasonClaimed)
+	e.waitRecord("inline", v1.ConditionConflict, metav1.ConditionTrue, v1.ReasonClaimed)
 
 	// When the owner goes, the other takes over: no fight, no gap forever.
 	must(t, k8sClient.Delete(ctx, e.record("first")))
-	e.waitRecord("second", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitRecord("second", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 	e.waitServed("www.example.com", dns.TypeA, "192.0.2.2")
 }
 
@@ -191,13 +190,13 @@ func TestDNSRecordRefusedUpdateReported(t *testing.T) {
 	rec := newRecord("nope", "host", "A", "192.0.2.5")
 	rec.Spec.ZoneRef.Name = "locked"
 	e.create(rec)
-	r := e.waitRecord("nope", v1.ConditionReady, metav1.ConditionFalse, controllers.ReasonUpdateRefused)
+	r := e.waitRecord("nope", v1.ConditionReady, metav1.ConditionFalse, v1.ReasonUpdateRefused)
 	if r.Status.LastRcode != "REFUSED" {
 		t.Errorf("lastRcode = %q, want BIND's REFUSED", r.Status.LastRcode)
 	}
 	// The refusal of one record does not hold back another zone's records.
 	e.create(newRecord("fine", "fine", "TXT", `"hello"`))
-	e.waitRecord("fine", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitRecord("fine", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 }
 
 // Drift: data a record wrote and someone changed behind its back is
@@ -205,7 +204,7 @@ func TestDNSRecordRefusedUpdateReported(t *testing.T) {
 func TestDNSRecordDriftRepaired(t *testing.T) {
 	e := newRecordEnv(t)
 	e.create(newRecord("drift", "drift", "A", "192.0.2.40"))
-	e.waitRecord("drift", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitRecord("drift", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 	e.waitServed("drift.example.com", dns.TypeA, "192.0.2.40")
 
 	c, err := dnsclient.New(e.server.DNSAddr, &e.tsig, dnsclient.Options{Timeout: 5 * time.Second})

@@ -76,27 +76,27 @@ var hostileReplies = []struct {
 	name, reason string
 	reply        dnsReply
 }{
-	{"garbage", controllers.ReasonZoneNotReady, func(*dns.Msg) ([]byte, bool) { return framed(junk(300)), false }},
-	{"garbage of 64 KiB", controllers.ReasonZoneNotReady, func(*dns.Msg) ([]byte, bool) {
+	{"garbage", v1.ReasonZoneNotReady, func(*dns.Msg) ([]byte, bool) { return framed(junk(300)), false }},
+	{"garbage of 64 KiB", v1.ReasonZoneNotReady, func(*dns.Msg) ([]byte, bool) {
 		return framed(junk(65535)), false
 	}},
-	{"truncated message", controllers.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
+	{"truncated message", v1.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
 		m := new(dns.Msg)
 		m.SetReply(req)
 		b := packed(m)
 		return append(binary.BigEndian.AppendUint16(nil, 512), b[:7]...), true
 	}},
-	{"header cut short", controllers.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
+	{"header cut short", v1.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
 		return framed(packed(new(dns.Msg).SetReply(req))[:5]), false
 	}},
-	{"hang up without a reply", controllers.ReasonZoneNotReady, func(*dns.Msg) ([]byte, bool) { return nil, true }},
-	{"wrong message ID", controllers.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
+	{"hang up without a reply", v1.ReasonZoneNotReady, func(*dns.Msg) ([]byte, bool) { return nil, true }},
+	{"wrong message ID", v1.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
 		m := new(dns.Msg)
 		m.SetReply(req)
 		m.Id = req.Id ^ 0x5a5a
 		return framed(packed(m)), false
 	}},
-	{"success signed with another secret", controllers.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
+	{"success signed with another secret", v1.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
 		m := new(dns.Msg)
 		m.SetReply(req)
 		var mac string
@@ -110,10 +110,10 @@ var hostileReplies = []struct {
 		}
 		return framed(b), false
 	}},
-	{"success without signature", controllers.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
+	{"success without signature", v1.ReasonZoneNotReady, func(req *dns.Msg) ([]byte, bool) {
 		return framed(packed(new(dns.Msg).SetReply(req))), false
 	}},
-	{"unsigned NOTAUTH with BADSIG", controllers.ReasonUpdateRefused, func(req *dns.Msg) ([]byte, bool) {
+	{"unsigned NOTAUTH with BADSIG", v1.ReasonUpdateRefused, func(req *dns.Msg) ([]byte, bool) {
 		m := new(dns.Msg)
 		m.SetRcode(req, dns.RcodeNotAuth)
 		if t := req.IsTsig(); t != nil {
@@ -274,7 +274,7 @@ func TestDNSRecordHostilePrimary(t *testing.T) {
 			if cond.Status != metav1.ConditionFalse || cond.Reason != c.reason {
 				t.Errorf("Ready = %s/%s %q, want False/%s", cond.Status, cond.Reason, cond.Message, c.reason)
 			}
-			if c.reason == controllers.ReasonUpdateRefused && r.Status.LastRcode != "NOTAUTH" {
+			if c.reason == v1.ReasonUpdateRefused && r.Status.LastRcode != "NOTAUTH" {
 				t.Errorf("lastRcode %q, want the refusal's NOTAUTH", r.Status.LastRcode)
 			}
 			if len(r.Status.AppliedValues) != 0 {
@@ -296,7 +296,7 @@ func TestDNSRecordHostilePrimary(t *testing.T) {
 	// The controller still works: a record on a real named applies.
 	e := newRecordEnv(t)
 	e.create(newRecord("after", "after", "A", "192.0.2.44"))
-	e.waitRecord("after", v1.ConditionReady, metav1.ConditionTrue, controllers.ReasonApplied)
+	e.waitRecord("after", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 	e.waitServed("after.example.com", dns.TypeA, "192.0.2.44")
 }
 
@@ -307,10 +307,10 @@ var hostileAgentReplies = []struct {
 	name, reason, contains string
 	reply                  agentReply
 }{
-	{"malformed JSON", controllers.ReasonAgentError, "unexpected end of JSON", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
+	{"malformed JSON", v1.ReasonAgentError, "unexpected end of JSON", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
 		_, _ = w.Write([]byte(`{"results":[{"zone":"`))
 	}},
-	{"oversized reply", controllers.ReasonAgentError, "reply larger than", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
+	{"oversized reply", v1.ReasonAgentError, "reply larger than", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
 		chunk := []byte(strings.Repeat(" ", 1<<20))
 		for range agent.MaxReplyBytes>>20 + 1 {
 			if _, err := w.Write(chunk); err != nil {
@@ -318,25 +318,25 @@ var hostileAgentReplies = []struct {
 			}
 		}
 	}},
-	{"results for another zone", controllers.ReasonAgentError, "result for zone", func(w http.ResponseWriter, reqs []agent.EnsureZoneRequest) {
+	{"results for another zone", v1.ReasonAgentError, "result for zone", func(w http.ResponseWriter, reqs []agent.EnsureZoneRequest) {
 		out := make([]agent.EnsureZoneResult, len(reqs))
 		for i := range out {
 			out[i] = agent.EnsureZoneResult{Zone: "evil\n\x1b[2J\u202e" + strings.Repeat("z", 5000), Action: agent.ActionAdded}
 		}
 		_ = json.NewEncoder(w).Encode(agent.EnsureZonesResponse{Results: out})
 	}},
-	{"wrong number of results", controllers.ReasonAgentError, "0 results for 1 zones", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
+	{"wrong number of results", v1.ReasonAgentError, "0 results for 1 zones", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
 		_, _ = w.Write([]byte(`{"results":[]}`))
 	}},
-	{"huge error text", controllers.ReasonAgentError, "agent: 500", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
+	{"huge error text", v1.ReasonAgentError, "agent: 500", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte("boom\r\n\x1b]0;owned\x07" + strings.Repeat("\u202eX", 100000)))
 	}},
-	{"refusal naming no entry", controllers.ReasonInvalidZone, "refused the zone: zones[", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
+	{"refusal naming no entry", v1.ReasonInvalidZone, "refused the zone: zones[", func(w http.ResponseWriter, _ []agent.EnsureZoneRequest) {
 		w.WriteHeader(http.StatusUnprocessableEntity)
 		_ = json.NewEncoder(w).Encode(agent.ErrorResponse{Error: "zones[99999999999999999999]: no\n" + strings.Repeat("!", 3000), Field: "zones[-1]."})
 	}},
-	{"named refusal with control bytes", controllers.ReasonInvalidZone, "named refused", func(w http.ResponseWriter, reqs []agent.EnsureZoneRequest) {
+	{"named refusal with control bytes", v1.ReasonInvalidZone, "named refused", func(w http.ResponseWriter, reqs []agent.EnsureZoneRequest) {
 		out := make([]agent.EnsureZoneResult, len(reqs))
 		for i, r := range reqs {
 			out[i] = agent.EnsureZoneResult{View: r.View, Zone: r.Zone, Error: "\x00\x1b[31m" + strings.Repeat("no ", 4000)}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
 
@@ -50,7 +49,7 @@ func TestSecondaryAddressChangeReappliesAlsoNotify(t *testing.T) {
 		ClusterRef: v1.LocalObjectReference{Name: c.name}, ZoneName: "moving.test", Type: v1.ZonePrimary,
 		Records: []v1.RecordSet{{Name: "www", Type: "A", Values: []string{"192.0.2.1"}}},
 	}})
-	c.waitZone("moving", controllers.ReasonServed, 20*time.Second)
+	c.waitZone("moving", v1.ReasonServed, 20*time.Second)
 	c.waitAll("created", 5*time.Second, "www.moving.test", dns.TypeA, "192.0.2.1")
 	oldTarget := fmt.Sprintf("127.0.0.1 port %d key \"transfer\"", moved.DNSPort())
 	oldWire := fmt.Sprintf("127.0.0.1#%d", moved.DNSPort())
@@ -94,7 +93,7 @@ func TestSecondaryAddressChangeReappliesAlsoNotify(t *testing.T) {
 	if log := moved.Log()[movedLogFrom:]; !strings.Contains(log, "received notify for zone 'moving.test'") || strings.Contains(log, "refused notify") {
 		t.Errorf("the moved secondary did not accept a NOTIFY for moving.test at its new address:\n%s", bindtest.Tail(log, 20))
 	}
-	zs := c.waitZone("moving", controllers.ReasonServed, 10*time.Second)
+	zs := c.waitZone("moving", v1.ReasonServed, 10*time.Second)
 	for _, s := range zs.Status.Secondaries {
 		if !s.InSync {
 			t.Errorf("status: secondary %s not in sync: %+v", s.Pod, zs.Status.Secondaries)

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
@@ -115,7 +114,7 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 		return slices.Equal(served(primary.DNSAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.1"})
 	})
 	t.Logf("zone create → served on the primary: %v", time.Since(start))
-	z := c.waitZone("example-com", controllers.ReasonServed, 20*time.Second)
+	z := c.waitZone("example-com", v1.ReasonServed, 20*time.Second)
 	t.Logf("zone create → catalog member loaded and in sync on both secondaries: %v", time.Since(start))
 	c.waitAll("catalog member", 5*time.Second, "www.example.com", dns.TypeA, "192.0.2.1")
 	if z.Status.Serial == nil || len(z.Status.Secondaries) != 2 || z.Status.RecordCount != 2 || len(z.Status.ManagedRecords) != 2 {
@@ -213,7 +212,7 @@ func TestZoneOutsideCatalogAndRestartKeepsDNSRecord(t *testing.T) {
 		ClusterRef: v1.LocalObjectReference{Name: c.name}, ZoneName: "plain.test", Type: v1.ZonePrimary,
 		Records: []v1.RecordSet{{Name: "@", Type: "MX", Values: []string{"10 mail.example.net."}}},
 	}})
-	c.waitZone("plain", controllers.ReasonServed, 20*time.Second)
+	c.waitZone("plain", v1.ReasonServed, 20*time.Second)
 	c.create(&v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "api"}, Spec: v1.DNSRecordSpec{
 		ZoneRef: v1.LocalObjectReference{Name: "plain"}, Name: "api", Type: "A", Values: []string{"192.0.2.80"},
 	}})
@@ -244,7 +243,7 @@ func TestWrongKeyIsReported(t *testing.T) {
 		UpdateKeyRef: &v1.LocalObjectReference{Name: "upd"},
 		Records:      []v1.RecordSet{{Name: "www", Type: "A", Values: []string{"192.0.2.5"}}},
 	}})
-	z := c.waitZone("keyed", controllers.ReasonRecordsRefused, 20*time.Second)
+	z := c.waitZone("keyed", v1.ReasonRecordsRefused, 20*time.Second)
 	if len(z.Status.RejectedRecords) != 1 || z.Status.RejectedRecords[0].Rcode != "NOTAUTH" {
 		t.Fatalf("rejectedRecords = %+v, want www A refused with NOTAUTH", z.Status.RejectedRecords)
 	}
@@ -258,6 +257,6 @@ func TestWrongKeyIsReported(t *testing.T) {
 	z = c.zone("keyed")
 	z.Annotations = map[string]string{v1.AnnotationResync: "fixed"}
 	must(t, k8s.Update(ctx, z))
-	c.waitZone("keyed", controllers.ReasonServed, 20*time.Second)
+	c.waitZone("keyed", v1.ReasonServed, 20*time.Second)
 	c.waitAll("after the key fix", 5*time.Second, "www.keyed.test", dns.TypeA, "192.0.2.5")
 }

@@ -1,0 +1,109 @@
+package v1alpha1
+
+// Condition types. Each kind reports at least Ready; kinds with more to say
+// add their own types beside it. Reasons are part of the API too: users
+// and tools match on them, so they are named here, per kind, and never
+// change meaning.
+const (
+	// ConditionReady is True when the object has been fully applied to BIND.
+	ConditionReady = "Ready"
+	// ConditionConfigValid is True when the last rendered configuration was
+	// accepted by named-checkconf.
+	ConditionConfigValid = "ConfigValid"
+	// ConditionProgressing is True while a change is being rolled out.
+	ConditionProgressing = "Progressing"
+	// ConditionConflict is True when another object already owns the data
+	// this object wants to manage.
+	ConditionConflict = "Conflict"
+)
+
+// Reasons of a BindCluster's ConfigValid, Progressing and Ready conditions.
+const (
+	// ReasonRenderFailed: the configuration cannot be rendered yet (usually
+	// something it references does not exist); the pods keep the last one.
+	ReasonRenderFailed = "RenderFailed"
+	// ReasonCheckFailed: named-checkconf rejected the rendered configuration;
+	// the pods keep the last accepted one.
+	ReasonCheckFailed = "ConfigRejected"
+	// ReasonConfigValid: named-checkconf accepted the rendered configuration.
+	ReasonConfigValid = "Checked"
+	// ReasonRollingOut: some pods do not run the current configuration yet.
+	ReasonRollingOut = "RollingOut"
+	// ReasonUpToDate: every pod runs the current configuration.
+	ReasonUpToDate = "UpToDate"
+	// ReasonAllReady: every pod is ready.
+	ReasonAllReady = "AllReplicasReady"
+	// ReasonNotReady: some pods are not ready.
+	ReasonNotReady = "ReplicasNotReady"
+)
+
+// Reasons of a BindTSIGKey's Ready condition.
+const (
+	// ReasonKeyGenerated: the operator generated the key material into its
+	// Secret.
+	ReasonKeyGenerated = "Generated"
+	// ReasonKeyImported: the key uses an existing Secret, never modified.
+	ReasonKeyImported = "Imported"
+	// ReasonSecretMissing: the Secret to import does not exist.
+	ReasonSecretMissing = "SecretNotFound"
+	// ReasonSecretConflict: a Secret of that name exists but was not
+	// created for this key.
+	ReasonSecretConflict = "SecretNotManaged"
+	// ReasonSecretUnusable: the Secret holds no usable key material.
+	ReasonSecretUnusable = "SecretUnusable"
+)
+
+// Reasons of a BindZone's Ready condition.
+const (
+	// ReasonServed: the primary and every secondary serve the zone.
+	ReasonServed = "Served"
+	// ReasonInConfig: a secondary, stub or forward zone, declared in
+	// named.conf by its BindCluster.
+	ReasonInConfig = "InConfig"
+	// ReasonClusterNotFound: spec.clusterRef names no BindCluster.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonInvalidZone: the zone, or something it references, cannot be
+	// applied as declared.
+	ReasonInvalidZone = "InvalidZone"
+	// ReasonPrimaryNotReady: the primary cannot be reached yet.
+	ReasonPrimaryNotReady = "PrimaryNotReady"
+	// ReasonAgentError: a pod's agent failed; retried.
+	ReasonAgentError = "AgentError"
+	// ReasonRecordsRefused: the primary refused some of spec.records (or
+	// the catalog membership); the others are served.
+	ReasonRecordsRefused = "RecordsRefused"
+	// ReasonReplicating: the primary serves the zone; some secondaries do
+	// not serve its serial yet.
+	ReasonReplicating = "Replicating"
+)
+
+// Reasons of a DNSRecord's Ready and Conflict conditions.
+const (
+	// ReasonApplied: the zone's primary serves the record set.
+	ReasonApplied = "Applied"
+	// ReasonZoneNotFound: spec.zoneRef names no BindZone.
+	ReasonZoneNotFound = "ZoneNotFound"
+	// ReasonZoneNotReady: updates cannot reach the zone's primary yet.
+	ReasonZoneNotReady = "ZoneNotReady"
+	// ReasonClaimed: an older DNSRecord or the BindZone's spec.records
+	// manages this name and type.
+	ReasonClaimed = "ClaimedByAnother"
+	// ReasonForeignData: the zone already holds data for this name and
+	// type that no DNSRecord created.
+	ReasonForeignData = "ForeignData"
+	// ReasonUpdateRefused: the primary refused the UPDATE.
+	ReasonUpdateRefused = "UpdateRefused"
+	// ReasonInvalidRecord: the record set does not canonicalise in its zone.
+	ReasonInvalidRecord = "InvalidRecord"
+	// ReasonNoConflict: no other object claims this name and type.
+	ReasonNoConflict = "NoConflict"
+)
+
+// Reasons of a BindCatalogZone's Ready condition.
+const (
+	// ReasonCatalogServed: the primary serves the catalog.
+	ReasonCatalogServed = "Served"
+	// ReasonCatalogNotServed: the catalog cannot be transferred from the
+	// primary.
+	ReasonCatalogNotServed = "NotServed"
+)
