@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -120,33 +121,56 @@ func TestCanonicalizeKeepsBadInput(t *testing.T) {
 	}
 }
 
+// TestValidateSets: every rule between record sets, with the exact errors;
+// the rules of one set alone (CNAME or DS at the apex, one CNAME value) are
+// the CRD's and pass here (test/cel holds them).
 func TestValidateSets(t *testing.T) {
+	p := field.NewPath("records")
+	set := func(name, typ string, values ...string) v1alpha1.RecordSet {
+		return v1alpha1.RecordSet{Name: v1alpha1.RecordName(name), Type: v1alpha1.RecordType(typ), Values: values}
+	}
+	long := strings.Repeat("a.", 124) + "a" // 249 characters: over 255 octets with the zone
 	for _, tc := range []struct {
-		desc    string
-		sets    []v1alpha1.RecordSet
-		wantErr string
-		field   string
+		name string
+		sets []v1alpha1.RecordSet
+		want field.ErrorList
 	}{
-		{"cname beside A", []v1alpha1.RecordSet{{Name: "www", Type: "A", Values: []string{"192.0.2.1"}}, {Name: "www", Type: "CNAME", Values: []string{"x.example.com."}}}, "cannot coexist", "records[1].name"},
-		{"cname at apex", []v1alpha1.RecordSet{{Name: "@", Type: "CNAME", Values: []string{"x.example.org."}}}, "apex", "records[0].type"},
-		{"ds at apex", []v1alpha1.RecordSet{{Name: "@", Type: "DS", Values: []string{"1 13 2 AB"}}}, "parent zone", "records[0].type"},
-		{"ds without ns", []v1alpha1.RecordSet{{Name: "sub", Type: "DS", Values: []string{"1 13 2 AB"}}}, "delegation point", "records[0].type"},
-		{"below delegation", []v1alpha1.RecordSet{{Name: "sub", Type: "NS", Values: []string{"ns.other.org."}}, {Name: "www.sub", Type: "TXT", Values: []string{`"x"`}}}, "below the delegation", "records[1].name"},
-		{"at delegation", []v1alpha1.RecordSet{{Name: "sub", Type: "MX", Values: []string{"10 x.org."}}, {Name: "sub", Type: "NS", Values: []string{"ns.other.org."}}}, "delegation point", "records[0].type"},
-		{"below dname", []v1alpha1.RecordSet{{Name: "old", Type: "DNAME", Values: []string{"new.example.org."}}, {Name: "a.old", Type: "A", Values: []string{"192.0.2.1"}}}, "below the DNAME", "records[1].name"},
-		{"duplicate", []v1alpha1.RecordSet{{Name: "a", Type: "A", Values: []string{"192.0.2.1"}}, {Name: "a", Type: "A", Values: []string{"192.0.2.2"}}}, "Duplicate", "records[1]"},
-		{"glue ok", []v1alpha1.RecordSet{{Name: "sub", Type: "NS", Values: []string{"ns.sub.example.com."}}, {Name: "ns.sub", Type: "A", Values: []string{"192.0.2.1"}}}, "", ""},
+		{"valid A and MX", []v1alpha1.RecordSet{set("@", "MX", "10 mail.example.com."), set("mail", "A", "192.0.2.1")}, nil},
+		{"valid glue below a delegation", []v1alpha1.RecordSet{set("sub", "NS", "ns.sub.example.com."), set("ns.sub", "A", "192.0.2.1")}, nil},
+		{"valid DS at a delegation", []v1alpha1.RecordSet{set("sub", "DS", "1 13 2 AB"), set("sub", "NS", "ns.other.org.")}, nil},
+		{"CNAME at the apex is the CRD's rule", []v1alpha1.RecordSet{set("@", "CNAME", "x.example.org.")}, nil},
+		{"DS at the apex is the CRD's rule", []v1alpha1.RecordSet{set("@", "DS", "1 13 2 AB")}, nil},
+		{"CNAME beside A", []v1alpha1.RecordSet{set("www", "A", "192.0.2.1"), set("www", "CNAME", "x.example.com.")}, field.ErrorList{
+			field.Invalid(p.Index(1).Child("name"), "www", "a CNAME cannot coexist with other records at the same name (found A); remove the CNAME or the other record sets"),
+		}},
+		{"DS without NS", []v1alpha1.RecordSet{set("sub", "DS", "1 13 2 AB")}, field.ErrorList{
+			field.Invalid(p.Index(0).Child("type"), v1alpha1.RecordType("DS"), "a DS record must sit at a delegation point; add an NS record set at the same name"),
+		}},
+		{"data below a delegation", []v1alpha1.RecordSet{set("sub", "NS", "ns.other.org."), set("www.sub", "TXT", `"x"`)}, field.ErrorList{
+			field.Invalid(p.Index(1).Child("name"), "www.sub", "name is below the delegation sub.example.com. (NS record set) and would never be served; only glue A/AAAA records may sit there"),
+		}},
+		{"data at a delegation", []v1alpha1.RecordSet{set("sub", "MX", "10 x.org."), set("sub", "NS", "ns.other.org.")}, field.ErrorList{
+			field.Invalid(p.Index(0).Child("type"), v1alpha1.RecordType("MX"), "only NS and DS records may sit at the delegation point sub.example.com.; other data there would never be served"),
+		}},
+		{"data below a DNAME", []v1alpha1.RecordSet{set("old", "DNAME", "new.example.org."), set("a.old", "A", "192.0.2.1")}, field.ErrorList{
+			field.Invalid(p.Index(1).Child("name"), "a.old", "name is below the DNAME at old.example.com. and would never be served; remove it or the DNAME"),
+		}},
+		{"the same set twice", []v1alpha1.RecordSet{set("a", "A", "192.0.2.1"), set("a", "A", "192.0.2.2")}, field.ErrorList{
+			field.Duplicate(p.Index(1), "a A"),
+		}},
+		{"owner name too long", []v1alpha1.RecordSet{set(long, "A", "192.0.2.1")}, field.ErrorList{
+			field.Invalid(p.Index(0).Child("name"), long, "the absolute name is longer than 255 octets or has a label over 63; shorten it"),
+		}},
 	} {
-		errs := ValidateSets("example.com", tc.sets, field.NewPath("records"))
-		if tc.wantErr == "" {
-			if len(errs) != 0 {
-				t.Errorf("%s: unexpected %v", tc.desc, errs)
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := ValidateSets("example.com", tc.sets, p)
+			if tc.want == nil {
+				g.Expect(got).To(BeEmpty())
+				return
 			}
-			continue
-		}
-		if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.wantErr) || errs[0].Field != tc.field {
-			t.Errorf("%s: got %v, want %q at %s", tc.desc, errs, tc.wantErr, tc.field)
-		}
+			g.Expect(got).To(Equal(tc.want))
+		})
 	}
 }
 

@@ -12,12 +12,11 @@ import (
 
 // ValidateSets checks the rules between record sets of one zone that a
 // single value cannot break on its own. sets must be canonical (the output
-// of Canonicalize); paths index sets.
+// of Canonicalize); paths index sets. Rules of one set alone (one value in
+// a CNAME or DNAME, no CNAME or DS at the apex) are the CRD's.
 //
 //   - a CNAME owns its name: no other type may sit beside it (RFC 1034 §3.6.2);
-//   - no CNAME at the apex, where the zone's SOA and NS live, and no DS
-//     there either (it belongs in the parent zone); a DS elsewhere needs an
-//     NS beside it;
+//   - a DS below the apex needs an NS beside it;
 //   - data at or below an NS delegation (glue A/AAAA below it excepted) or
 //     below a DNAME is occluded: BIND would never serve it, so declaring it
 //     is a mistake;
@@ -55,17 +54,10 @@ func ValidateSets(zone string, sets []v1alpha1.RecordSet, fldPath *field.Path) f
 			errs = append(errs, field.Invalid(p.Child("name"), name, "the absolute name is longer than 255 octets or has a label over 63; shorten it"))
 		}
 		switch {
-		case s.Type == "CNAME" && name == Apex:
-			errs = append(errs, field.Invalid(p.Child("type"), s.Type, "a CNAME cannot be placed at the zone apex (@), which holds the SOA and NS records; use A/AAAA records there"))
-		case s.Type == "CNAME" && len(types[name]) > 1:
+		case s.Type == "CNAME" && name != Apex && len(types[name]) > 1:
 			errs = append(errs, field.Invalid(p.Child("name"), name, fmt.Sprintf("a CNAME cannot coexist with other records at the same name (found %s); remove the CNAME or the other record sets", others(types[name], "CNAME"))))
-		case s.Type == "DS" && name == Apex:
-			errs = append(errs, field.Invalid(p.Child("type"), s.Type, "DS records for the zone itself belong in the parent zone; place DS records at a delegated child name"))
-		case s.Type == "DS" && !hasType(types[name], "NS"):
+		case s.Type == "DS" && name != Apex && !hasType(types[name], "NS"):
 			errs = append(errs, field.Invalid(p.Child("type"), s.Type, "a DS record must sit at a delegation point; add an NS record set at the same name"))
-		}
-		if len(s.Values) > 1 && (s.Type == "CNAME" || s.Type == "DNAME") {
-			errs = append(errs, field.TooMany(p.Child("values"), len(s.Values), 1))
 		}
 		for _, d := range delegations {
 			if fqdn != d && dns.IsSubDomain(d, fqdn) && !isGlue(s.Type) {

@@ -33,12 +33,12 @@ func (w *BindCatalogZoneWebhook) Default(_ context.Context, c *v1alpha1.BindCata
 
 // ValidateCreate validates a new catalog.
 func (w *BindCatalogZoneWebhook) ValidateCreate(ctx context.Context, c *v1alpha1.BindCatalogZone) (admission.Warnings, error) {
-	return w.validate(ctx, nil, c)
+	return w.validate(ctx, c)
 }
 
 // ValidateUpdate validates a change.
-func (w *BindCatalogZoneWebhook) ValidateUpdate(ctx context.Context, oldC, newC *v1alpha1.BindCatalogZone) (admission.Warnings, error) {
-	return w.validate(ctx, oldC, newC)
+func (w *BindCatalogZoneWebhook) ValidateUpdate(ctx context.Context, _, newC *v1alpha1.BindCatalogZone) (admission.Warnings, error) {
+	return w.validate(ctx, newC)
 }
 
 // ValidateDelete allows every deletion.
@@ -46,13 +46,9 @@ func (w *BindCatalogZoneWebhook) ValidateDelete(context.Context, *v1alpha1.BindC
 	return nil, nil
 }
 
-func (w *BindCatalogZoneWebhook) validate(ctx context.Context, oldC, c *v1alpha1.BindCatalogZone) (admission.Warnings, error) {
+func (w *BindCatalogZoneWebhook) validate(ctx context.Context, c *v1alpha1.BindCatalogZone) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := ValidateBindCatalogZoneSpec(&c.Spec, spec)
-	if oldC != nil {
-		errs = append(errs, immutable(records.CanonicalZone(string(oldC.Spec.ZoneName)), records.CanonicalZone(string(c.Spec.ZoneName)), spec.Child("zoneName"), "create a new BindCatalogZone for the other name")...)
-		errs = append(errs, immutable(oldC.Spec.ClusterRef.Name, c.Spec.ClusterRef.Name, spec.Child("clusterRef", "name"), "create a new BindCatalogZone for the other cluster")...)
-	}
 	var warns admission.Warnings
 	f := refs{r: w.Reader, ns: namespaceOf(ctx, c.Namespace)}
 	f.expect(ctx, "spec.clusterRef", "BindCluster", c.Spec.ClusterRef.Name, &v1alpha1.BindCluster{}, &warns)
@@ -62,13 +58,8 @@ func (w *BindCatalogZoneWebhook) validate(ctx context.Context, oldC, c *v1alpha1
 	return warns, invalid("BindCatalogZone", c.Name, errs)
 }
 
-// ValidateBindCatalogZoneSpec checks a catalog spec without other objects.
+// ValidateBindCatalogZoneSpec checks a catalog spec without other objects,
+// where the CRD cannot: the same primary twice.
 func ValidateBindCatalogZoneSpec(s *v1alpha1.BindCatalogZoneSpec, fldPath *field.Path) field.ErrorList {
-	zone := records.CanonicalZone(string(s.ZoneName))
-	errs := ValidateDomainName(zone, fldPath.Child("zoneName"))
-	if zone == "." {
-		errs = append(errs, field.Invalid(fldPath.Child("zoneName"), s.ZoneName, "the root zone cannot be a catalog zone; use a name such as catalog.example.internal"))
-	}
-	errs = append(errs, ValidateRemoteServers(s.DefaultPrimaries, fldPath.Child("defaultPrimaries"))...)
-	return errs
+	return ValidateServers(s.DefaultPrimaries, fldPath.Child("defaultPrimaries"))
 }

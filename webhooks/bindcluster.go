@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -52,12 +54,12 @@ func (w *BindClusterWebhook) Default(_ context.Context, c *v1alpha1.BindCluster)
 
 // ValidateCreate validates a new cluster.
 func (w *BindClusterWebhook) ValidateCreate(ctx context.Context, c *v1alpha1.BindCluster) (admission.Warnings, error) {
-	return w.validate(ctx, nil, c)
+	return w.validate(ctx, c)
 }
 
 // ValidateUpdate validates a change.
-func (w *BindClusterWebhook) ValidateUpdate(ctx context.Context, oldC, newC *v1alpha1.BindCluster) (admission.Warnings, error) {
-	return w.validate(ctx, oldC, newC)
+func (w *BindClusterWebhook) ValidateUpdate(ctx context.Context, _, newC *v1alpha1.BindCluster) (admission.Warnings, error) {
+	return w.validate(ctx, newC)
 }
 
 // ValidateDelete allows every deletion; finalizers handle cleanup.
@@ -65,13 +67,10 @@ func (w *BindClusterWebhook) ValidateDelete(context.Context, *v1alpha1.BindClust
 	return nil, nil
 }
 
-func (w *BindClusterWebhook) validate(ctx context.Context, oldC, c *v1alpha1.BindCluster) (admission.Warnings, error) {
+func (w *BindClusterWebhook) validate(ctx context.Context, c *v1alpha1.BindCluster) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	var warns admission.Warnings
 	errs := ValidateBindClusterSpec(&c.Spec, spec)
-	if oldC != nil {
-		errs = append(errs, immutable(string(oldC.Spec.Mode), string(c.Spec.Mode), spec.Child("mode"), "create a new BindCluster with the other mode instead")...)
-	}
 	sts, optErrs := ValidateExtraOptions(c.Spec.ExtraOptions, spec.Child("extraOptions"))
 	errs = append(errs, optErrs...)
 	if len(sts) > 0 && w.Engine != nil {
@@ -89,27 +88,15 @@ func (w *BindClusterWebhook) validate(ctx context.Context, oldC, c *v1alpha1.Bin
 	return warns, invalid("BindCluster", c.Name, errs)
 }
 
-// ValidateBindClusterSpec checks a cluster spec without other objects.
-// extraOptions are checked by ValidateExtraOptions and the policy engine.
+// ValidateBindClusterSpec checks a cluster spec without other objects,
+// where the CRD cannot: keys reserved for the operator (the CRD could not
+// name the offending key in the path), the storage quantity, address
+// lists and forwarders. extraOptions are checked by ValidateExtraOptions
+// and the policy engine.
 func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if s.Replicas != nil && (*s.Replicas < 1 || *s.Replicas > 15) {
-		errs = append(errs, field.Invalid(fldPath.Child("replicas"), *s.Replicas, "must be between 1 and 15: one primary and up to 14 secondaries"))
-	}
-	if strings.TrimSpace(s.Image) == "" {
-		errs = append(errs, field.Required(fldPath.Child("image"), "set a BIND 9.18 image, e.g. "+v1alpha1.DefaultBindImage))
-	} else if strings.ContainsAny(s.Image, " \t\n") {
-		errs = append(errs, field.Invalid(fldPath.Child("image"), s.Image, "an image reference has no whitespace, e.g. "+v1alpha1.DefaultBindImage))
-	}
-	ports := fldPath.Child("ports")
-	p := s.Ports
-	if p.DNS != 0 && (p.DNS == p.Agent || p.DNS == p.Metrics) {
-		errs = append(errs, field.Invalid(ports.Child("dns"), p.DNS, "must differ from the agent and metrics ports; each listener needs its own port"))
-	}
-	if p.Agent != 0 && p.Agent == p.Metrics {
-		errs = append(errs, field.Invalid(ports.Child("metrics"), p.Metrics, "must differ from the agent port; each listener needs its own port"))
-	}
-	for k := range s.PodAnnotations {
+	// Sorted keys: the same object always gets the same errors.
+	for _, k := range slices.Sorted(maps.Keys(s.PodAnnotations)) {
 		if strings.HasPrefix(k, reservedLabelPrefix) {
 			errs = append(errs, field.Invalid(fldPath.Child("podAnnotations").Key(k), k, fmt.Sprintf("annotations under %s are reserved for the operator (e.g. %s); use another prefix", reservedLabelPrefix, v1alpha1.AnnotationConfigHash)))
 		}
@@ -118,7 +105,7 @@ func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) f
 		name string
 		s    v1alpha1.ServiceSpec
 	}{{"primaryService", s.PrimaryService}, {"queryService", s.QueryService}} {
-		for k := range svc.s.Labels {
+		for _, k := range slices.Sorted(maps.Keys(svc.s.Labels)) {
 			if k == v1alpha1.LabelManagedBy || strings.HasPrefix(k, reservedLabelPrefix) {
 				errs = append(errs, field.Invalid(fldPath.Child(svc.name, "labels").Key(k), k, "this label is reserved for the operator, which selects its Services by it; use another key"))
 			}
@@ -131,12 +118,7 @@ func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) f
 	if r := s.Recursion; r != nil {
 		rp := fldPath.Child("recursion")
 		errs = append(errs, ValidateAddressMatchList(r.AllowRecursion, rp.Child("allowRecursion"))...)
-		errs = append(errs, ValidateForwarders(r.Forwarders, rp.Child("forwarders"))...)
-		if r.ForwardPolicy == v1alpha1.ForwardOnly && len(r.Forwarders) == 0 {
-			errs = append(errs, field.Invalid(rp.Child("forwardPolicy"), r.ForwardPolicy, "forwardPolicy Only needs at least one forwarder; add forwarders or use First"))
-		}
+		errs = append(errs, ValidateServers(r.Forwarders, rp.Child("forwarders"))...)
 	}
 	return errs
 }
-
-func ptr[T any](v T) *T { return &v }

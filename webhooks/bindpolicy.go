@@ -55,12 +55,12 @@ func canonicalMatch(t v1alpha1.RPZTrigger, m string) string {
 
 // ValidateCreate validates a new policy.
 func (w *BindPolicyWebhook) ValidateCreate(ctx context.Context, p *v1alpha1.BindPolicy) (admission.Warnings, error) {
-	return w.validate(ctx, nil, p)
+	return w.validate(ctx, p)
 }
 
 // ValidateUpdate validates a change.
-func (w *BindPolicyWebhook) ValidateUpdate(ctx context.Context, oldP, newP *v1alpha1.BindPolicy) (admission.Warnings, error) {
-	return w.validate(ctx, oldP, newP)
+func (w *BindPolicyWebhook) ValidateUpdate(ctx context.Context, _, newP *v1alpha1.BindPolicy) (admission.Warnings, error) {
+	return w.validate(ctx, newP)
 }
 
 // ValidateDelete allows every deletion.
@@ -68,13 +68,9 @@ func (w *BindPolicyWebhook) ValidateDelete(context.Context, *v1alpha1.BindPolicy
 	return nil, nil
 }
 
-func (w *BindPolicyWebhook) validate(ctx context.Context, oldP, p *v1alpha1.BindPolicy) (admission.Warnings, error) {
+func (w *BindPolicyWebhook) validate(ctx context.Context, p *v1alpha1.BindPolicy) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := ValidateBindPolicySpec(&p.Spec, spec)
-	if oldP != nil {
-		errs = append(errs, immutable(records.CanonicalZone(string(oldP.Spec.ZoneName)), records.CanonicalZone(string(p.Spec.ZoneName)), spec.Child("zoneName"), "create a new BindPolicy for the other name")...)
-		errs = append(errs, immutable(oldP.Spec.ClusterRef.Name, p.Spec.ClusterRef.Name, spec.Child("clusterRef", "name"), "create a new BindPolicy for the other cluster")...)
-	}
 	var warns admission.Warnings
 	f := refs{r: w.Reader, ns: namespaceOf(ctx, p.Namespace)}
 	var cluster v1alpha1.BindCluster
@@ -94,15 +90,12 @@ func (w *BindPolicyWebhook) validate(ctx context.Context, oldP, p *v1alpha1.Bind
 	return warns, invalid("BindPolicy", p.Name, errs)
 }
 
-// ValidateBindPolicySpec checks a policy spec without other objects:
-// prefixes without host bits, no two rules for one match and trigger once
-// canonicalised (the CRD's list-map key compares raw strings).
+// ValidateBindPolicySpec checks a policy spec without other objects, where
+// the CRD cannot: prefixes without host bits, the length of name matches,
+// no two rules for one match and trigger once canonicalised (the CRD's
+// list-map key compares raw strings).
 func ValidateBindPolicySpec(s *v1alpha1.BindPolicySpec, fldPath *field.Path) field.ErrorList {
-	zone := records.CanonicalZone(string(s.ZoneName))
-	errs := ValidateDomainName(zone, fldPath.Child("zoneName"))
-	if zone == "." {
-		errs = append(errs, field.Invalid(fldPath.Child("zoneName"), s.ZoneName, "a policy zone needs its own name such as rpz.example.internal"))
-	}
+	var errs field.ErrorList
 	seen := map[string]int{}
 	for i, r := range s.Rules {
 		rp := fldPath.Child("rules").Index(i)
@@ -118,9 +111,6 @@ func ValidateBindPolicySpec(s *v1alpha1.BindPolicySpec, fldPath *field.Path) fie
 			}
 		default:
 			errs = append(errs, ValidateDomainName(strings.TrimPrefix(m, "*."), rp.Child("match"))...)
-		}
-		if r.RedirectTo != "" {
-			errs = append(errs, ValidateDomainName(string(r.RedirectTo), rp.Child("redirectTo"))...)
 		}
 		k := string(trigger) + "/" + m
 		if j, dup := seen[k]; dup {

@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,14 +71,6 @@ func (w *BindTSIGKeyWebhook) ValidateDelete(context.Context, *v1alpha1.BindTSIGK
 func (w *BindTSIGKeyWebhook) validate(ctx context.Context, oldK, k *v1alpha1.BindTSIGKey) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := ValidateBindTSIGKeySpec(&k.Spec, spec)
-	if oldK != nil {
-		errs = append(errs, immutable(string(oldK.Spec.KeyName), string(k.Spec.KeyName), spec.Child("keyName"), "clients sign with it; create a new BindTSIGKey instead")...)
-		errs = append(errs, immutable(string(oldK.Spec.Algorithm), string(k.Spec.Algorithm), spec.Child("algorithm"), "the material was generated for it; create a new BindTSIGKey instead")...)
-		errs = append(errs, immutable(oldK.Spec.SecretName, k.Spec.SecretName, spec.Child("secretName"), "create a new BindTSIGKey to use another Secret")...)
-		if oldK.Spec.ImportExisting != k.Spec.ImportExisting {
-			errs = append(errs, field.Invalid(spec.Child("importExisting"), k.Spec.ImportExisting, "importExisting is immutable: switching it would start or stop managing a Secret the operator did not create; create a new BindTSIGKey instead"))
-		}
-	}
 	var warns admission.Warnings
 	f := refs{r: w.Reader, ns: namespaceOf(ctx, k.Namespace)}
 	if k.Spec.SecretName != "" {
@@ -101,22 +95,21 @@ func (w *BindTSIGKeyWebhook) validate(ctx context.Context, oldK, k *v1alpha1.Bin
 	return warns, invalid("BindTSIGKey", k.Name, errs)
 }
 
-// ValidateBindTSIGKeySpec checks a key spec without other objects.
+// ValidateBindTSIGKeySpec checks a key spec without other objects, where
+// the CRD cannot: reserved key names (v1alpha1.ReservedTSIGKeyNames) and
+// the template's label and annotation syntax and reserved prefix, each at
+// the offending key's path.
 func ValidateBindTSIGKeySpec(s *v1alpha1.BindTSIGKeySpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if s.KeyName != "" {
-		kn := records.CanonicalZone(string(s.KeyName))
-		errs = append(errs, ValidateDomainName(kn, fldPath.Child("keyName"))...)
-		if kn == "." {
-			errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, "a key needs a name such as transfer-key or update.example.com"))
-		}
-		if why, ok := v1alpha1.ReservedTSIGKeyNames[kn]; ok {
-			errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, fmt.Sprintf("%q is reserved (%s); choose another keyName", kn, why)))
-		}
+	kn := records.CanonicalZone(string(s.KeyName))
+	if why, ok := v1alpha1.ReservedTSIGKeyNames[kn]; ok {
+		errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, fmt.Sprintf("%q is reserved (%s); choose another keyName", kn, why)))
 	}
 	if t := s.SecretTemplate; t != nil {
 		tp := fldPath.Child("secretTemplate")
-		for k, v := range t.Labels {
+		// Sorted keys: the same object always gets the same errors.
+		for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
+			v := t.Labels[k]
 			p := tp.Child("labels").Key(k)
 			for _, m := range validation.IsQualifiedName(k) {
 				errs = append(errs, field.Invalid(p, k, "label key: "+m))
@@ -124,11 +117,12 @@ func ValidateBindTSIGKeySpec(s *v1alpha1.BindTSIGKeySpec, fldPath *field.Path) f
 			for _, m := range validation.IsValidLabelValue(v) {
 				errs = append(errs, field.Invalid(p, v, "label value: "+m))
 			}
-			if k == v1alpha1.LabelManagedBy || strings.HasPrefix(k, reservedLabelPrefix) {
+			// The CRD reserves app.kubernetes.io/managed-by.
+			if strings.HasPrefix(k, reservedLabelPrefix) {
 				errs = append(errs, field.Invalid(p, k, "this label is reserved for the operator, whose own labels always win; use another key"))
 			}
 		}
-		for k := range t.Annotations {
+		for _, k := range slices.Sorted(maps.Keys(t.Annotations)) {
 			for _, m := range validation.IsQualifiedName(k) {
 				errs = append(errs, field.Invalid(tp.Child("annotations").Key(k), k, "annotation key: "+m))
 			}

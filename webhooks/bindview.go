@@ -38,12 +38,12 @@ func (w *BindViewWebhook) Default(_ context.Context, v *v1alpha1.BindView) error
 
 // ValidateCreate validates a new view.
 func (w *BindViewWebhook) ValidateCreate(ctx context.Context, v *v1alpha1.BindView) (admission.Warnings, error) {
-	return w.validate(ctx, nil, v)
+	return w.validate(ctx, v)
 }
 
 // ValidateUpdate validates a change.
-func (w *BindViewWebhook) ValidateUpdate(ctx context.Context, oldV, newV *v1alpha1.BindView) (admission.Warnings, error) {
-	return w.validate(ctx, oldV, newV)
+func (w *BindViewWebhook) ValidateUpdate(ctx context.Context, _, newV *v1alpha1.BindView) (admission.Warnings, error) {
+	return w.validate(ctx, newV)
 }
 
 // ValidateDelete allows every deletion.
@@ -51,12 +51,9 @@ func (w *BindViewWebhook) ValidateDelete(context.Context, *v1alpha1.BindView) (a
 	return nil, nil
 }
 
-func (w *BindViewWebhook) validate(ctx context.Context, oldV, v *v1alpha1.BindView) (admission.Warnings, error) {
+func (w *BindViewWebhook) validate(ctx context.Context, v *v1alpha1.BindView) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := ValidateBindViewSpec(&v.Spec, spec)
-	if oldV != nil {
-		errs = append(errs, immutable(oldV.Spec.ClusterRef.Name, v.Spec.ClusterRef.Name, spec.Child("clusterRef", "name"), "create a new BindView for the other cluster")...)
-	}
 	var warns admission.Warnings
 	f := refs{r: w.Reader, ns: namespaceOf(ctx, v.Namespace)}
 	var cluster v1alpha1.BindCluster
@@ -73,18 +70,13 @@ func (w *BindViewWebhook) validate(ctx context.Context, oldV, v *v1alpha1.BindVi
 	return warns, invalid("BindView", v.Name, errs)
 }
 
-// ValidateBindViewSpec checks a view spec without other objects.
+// ValidateBindViewSpec checks a view spec without other objects, where the
+// CRD cannot: the address lists and forwarders.
 func ValidateBindViewSpec(s *v1alpha1.BindViewSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, ValidateAddressMatchList(s.MatchClients, fldPath.Child("matchClients"))...)
 	errs = append(errs, ValidateAddressMatchList(s.MatchDestinations, fldPath.Child("matchDestinations"))...)
 	errs = append(errs, ValidateAddressMatchList(s.AllowRecursion, fldPath.Child("allowRecursion"))...)
-	errs = append(errs, ValidateForwarders(s.Forwarders, fldPath.Child("forwarders"))...)
-	if s.Recursion != nil && !*s.Recursion && len(s.Forwarders) > 0 {
-		errs = append(errs, field.Invalid(fldPath.Child("forwarders"), len(s.Forwarders), "forwarders are only used while recursing; set recursion: true or remove them"))
-	}
-	if s.MatchRecursiveOnly && s.Recursion != nil && !*s.Recursion {
-		errs = append(errs, field.Invalid(fldPath.Child("matchRecursiveOnly"), true, "a view that matches only recursive queries needs recursion: true, or it answers none of them"))
-	}
+	errs = append(errs, ValidateServers(s.Forwarders, fldPath.Child("forwarders"))...)
 	return errs
 }

@@ -50,12 +50,12 @@ func (w *BindZoneWebhook) Default(_ context.Context, z *v1alpha1.BindZone) error
 
 // ValidateCreate validates a new zone.
 func (w *BindZoneWebhook) ValidateCreate(ctx context.Context, z *v1alpha1.BindZone) (admission.Warnings, error) {
-	return w.validate(ctx, nil, z)
+	return w.validate(ctx, z)
 }
 
 // ValidateUpdate validates a change.
-func (w *BindZoneWebhook) ValidateUpdate(ctx context.Context, oldZ, newZ *v1alpha1.BindZone) (admission.Warnings, error) {
-	return w.validate(ctx, oldZ, newZ)
+func (w *BindZoneWebhook) ValidateUpdate(ctx context.Context, _, newZ *v1alpha1.BindZone) (admission.Warnings, error) {
+	return w.validate(ctx, newZ)
 }
 
 // ValidateDelete allows every deletion.
@@ -63,29 +63,20 @@ func (w *BindZoneWebhook) ValidateDelete(context.Context, *v1alpha1.BindZone) (a
 	return nil, nil
 }
 
-func (w *BindZoneWebhook) validate(ctx context.Context, oldZ, z *v1alpha1.BindZone) (admission.Warnings, error) {
+func (w *BindZoneWebhook) validate(ctx context.Context, z *v1alpha1.BindZone) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	errs := ValidateBindZoneSpec(&z.Spec, spec)
-	if oldZ != nil {
-		errs = append(errs, immutable(records.CanonicalZone(string(oldZ.Spec.ZoneName)), records.CanonicalZone(string(z.Spec.ZoneName)), spec.Child("zoneName"), "create a new BindZone for the other name")...)
-		errs = append(errs, immutable(oldZ.Spec.ClusterRef.Name, z.Spec.ClusterRef.Name, spec.Child("clusterRef", "name"), "create a new BindZone for the other cluster")...)
-		errs = append(errs, immutable(string(oldZ.Spec.Type), string(z.Spec.Type), spec.Child("type"), "delete and recreate the zone to change its type")...)
-	}
 	var warns admission.Warnings
 	errs = append(errs, w.validateReferences(ctx, z, &warns)...)
 	return warns, invalid("BindZone", z.Name, errs)
 }
 
-// ValidateBindZoneSpec checks a zone spec without other objects: the zone
-// name, record data and the rules between record sets, SOA names, and the
-// address lists.
+// ValidateBindZoneSpec checks a zone spec without other objects, where the
+// CRD cannot: record data and the rules between record sets, the SOA
+// MNAME's address, and the address and server lists.
 func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	zone := records.CanonicalZone(string(s.ZoneName))
-	errs = append(errs, ValidateDomainName(zone, fldPath.Child("zoneName"))...)
-	if s.Type == v1alpha1.ZonePrimary && zone == "." {
-		errs = append(errs, field.Invalid(fldPath.Child("zoneName"), s.ZoneName, "the root zone cannot be a Primary zone here; use a Forward zone for \".\" or name a real zone"))
-	}
 	if len(s.Records) > 0 {
 		rp := fldPath.Child("records")
 		canon, recErrs := records.Canonicalize(zone, s.Records, v1alpha1.DefaultTTL, rp)
@@ -99,23 +90,13 @@ func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.E
 	if soa := s.SOA; soa != nil {
 		sp := fldPath.Child("soa")
 		if soa.PrimaryNameServer != "" {
-			errs = append(errs, ValidateDomainName(string(soa.PrimaryNameServer), sp.Child("primaryNameServer"))...)
 			errs = append(errs, validateMNAMEGlue(zone, string(soa.PrimaryNameServer), s.Records, sp.Child("primaryNameServer"))...)
-		}
-		if soa.ResponsiblePerson != "" {
-			errs = append(errs, ValidateDomainName(string(soa.ResponsiblePerson), sp.Child("responsiblePerson"))...)
-		}
-		if soa.Retry != nil && soa.Refresh != nil && *soa.Retry > *soa.Refresh {
-			errs = append(errs, field.Invalid(sp.Child("retry"), *soa.Retry, fmt.Sprintf("must not exceed refresh (%d); a retry is a faster refresh after a failure", *soa.Refresh)))
-		}
-		if soa.Expire != nil && soa.Refresh != nil && *soa.Expire < *soa.Refresh {
-			errs = append(errs, field.Invalid(sp.Child("expire"), *soa.Expire, fmt.Sprintf("must be at least refresh (%d), or secondaries drop the zone before they try to refresh it", *soa.Refresh)))
 		}
 	}
 	errs = append(errs, ValidateAddressMatchList(s.AllowTransfer, fldPath.Child("allowTransfer"))...)
 	errs = append(errs, ValidateAddressMatchList(s.AllowQuery, fldPath.Child("allowQuery"))...)
-	errs = append(errs, ValidateForwarders(s.Forwarders, fldPath.Child("forwarders"))...)
-	errs = append(errs, ValidateRemoteServers(s.Primaries, fldPath.Child("primaries"))...)
+	errs = append(errs, ValidateServers(s.Forwarders, fldPath.Child("forwarders"))...)
+	errs = append(errs, ValidateServers(s.Primaries, fldPath.Child("primaries"))...)
 	return errs
 }
 

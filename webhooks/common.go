@@ -43,18 +43,15 @@ func defaultAddressList(l []v1alpha1.AddressMatchElement) {
 }
 
 // ValidateAddressMatchList checks what the CRD cannot: prefixes without
-// host bits (BIND refuses 10.0.0.1/8) and no duplicate elements.
+// host bits (BIND refuses 10.0.0.1/8) and no duplicate elements. That an
+// address is an IP address or prefix at all is the CRD's rule.
 func ValidateAddressMatchList(l []v1alpha1.AddressMatchElement, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[v1alpha1.AddressMatchElement]bool{}
 	for i, e := range l {
 		p := fldPath.Index(i)
-		if e.Address != "" {
-			if pf, err := netip.ParsePrefix(e.Address); err == nil && pf.Masked() != pf {
-				errs = append(errs, field.Invalid(p.Child("address"), e.Address, fmt.Sprintf("the prefix has host bits set; BIND refuses it, write %s", pf.Masked())))
-			} else if _, aerr := netip.ParseAddr(e.Address); aerr != nil && err != nil {
-				errs = append(errs, field.Invalid(p.Child("address"), e.Address, "must be an IP address or a CIDR prefix such as 10.0.0.0/8"))
-			}
+		if pf, err := netip.ParsePrefix(e.Address); err == nil && pf.Masked() != pf {
+			errs = append(errs, field.Invalid(p.Child("address"), e.Address, fmt.Sprintf("the prefix has host bits set; BIND refuses it, write %s", pf.Masked())))
 		}
 		if seen[e] {
 			errs = append(errs, field.Duplicate(p, describeElement(e)))
@@ -72,8 +69,9 @@ func describeElement(e v1alpha1.AddressMatchElement) string {
 	return s
 }
 
-// ValidateDomainName checks a domain name (zone, key or server name) and
-// says what a valid one looks like.
+// ValidateDomainName checks a name that is not a DomainName field (whose
+// length the CRD checks), e.g. a response policy rule's match, and says
+// what a valid one looks like.
 func ValidateDomainName(name string, fldPath *field.Path) field.ErrorList {
 	fq := records.ZoneFQDN(name)
 	if n, ok := isDomainName(fq); !ok || n > 127 || len(fq) > 254 {
@@ -82,34 +80,14 @@ func ValidateDomainName(name string, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-// ValidateForwarders rejects the same forwarder twice.
-func ValidateForwarders(fs []v1alpha1.Forwarder, fldPath *field.Path) field.ErrorList {
+// ValidateServers rejects the same server (forwarder, primary) twice: the
+// same address, however spelled, and port.
+func ValidateServers[S interface{ AddressPort() (string, int32) }](servers []S, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
-	for i, f := range fs {
-		port := int32(53)
-		if f.Port != nil {
-			port = *f.Port
-		}
-		k := fmt.Sprintf("%s#%d", canonicalAddress(f.Address), port)
-		if seen[k] {
-			errs = append(errs, field.Duplicate(fldPath.Index(i), k))
-		}
-		seen[k] = true
-	}
-	return errs
-}
-
-// ValidateRemoteServers rejects the same server twice.
-func ValidateRemoteServers(rs []v1alpha1.RemoteServer, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[string]bool{}
-	for i, r := range rs {
-		port := int32(53)
-		if r.Port != nil {
-			port = *r.Port
-		}
-		k := fmt.Sprintf("%s#%d", canonicalAddress(r.Address), port)
+	for i, s := range servers {
+		addr, port := s.AddressPort()
+		k := fmt.Sprintf("%s#%d", canonicalAddress(addr), port)
 		if seen[k] {
 			errs = append(errs, field.Duplicate(fldPath.Index(i), k))
 		}
@@ -128,14 +106,4 @@ func defaultRemoteServers(rs []v1alpha1.RemoteServer) {
 	for i := range rs {
 		rs[i].Address = canonicalAddress(rs[i].Address)
 	}
-}
-
-// immutable re-checks a field the CRD already guards with a CEL rule, so
-// that the message is ours even when the CEL rule cannot fire (a field
-// cleared on update).
-func immutable(oldV, newV string, fldPath *field.Path, what string) field.ErrorList {
-	if oldV != "" && oldV != newV {
-		return field.ErrorList{field.Invalid(fldPath, newV, fmt.Sprintf("%s is immutable (was %q); %s", fldPath.String(), oldV, what))}
-	}
-	return nil
 }

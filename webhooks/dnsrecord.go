@@ -81,12 +81,12 @@ func defaultDNSRecord(r *v1alpha1.DNSRecord, zone *v1alpha1.BindZone) {
 
 // ValidateCreate validates a new record.
 func (w *DNSRecordWebhook) ValidateCreate(ctx context.Context, r *v1alpha1.DNSRecord) (admission.Warnings, error) {
-	return w.validate(ctx, nil, r)
+	return w.validate(ctx, r)
 }
 
 // ValidateUpdate validates a change.
-func (w *DNSRecordWebhook) ValidateUpdate(ctx context.Context, oldR, newR *v1alpha1.DNSRecord) (admission.Warnings, error) {
-	return w.validate(ctx, oldR, newR)
+func (w *DNSRecordWebhook) ValidateUpdate(ctx context.Context, _, newR *v1alpha1.DNSRecord) (admission.Warnings, error) {
+	return w.validate(ctx, newR)
 }
 
 // ValidateDelete allows every deletion.
@@ -94,7 +94,7 @@ func (w *DNSRecordWebhook) ValidateDelete(context.Context, *v1alpha1.DNSRecord) 
 	return nil, nil
 }
 
-func (w *DNSRecordWebhook) validate(ctx context.Context, oldR, r *v1alpha1.DNSRecord) (admission.Warnings, error) {
+func (w *DNSRecordWebhook) validate(ctx context.Context, r *v1alpha1.DNSRecord) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	var warns admission.Warnings
 	zone := w.zoneOf(ctx, r)
@@ -105,11 +105,6 @@ func (w *DNSRecordWebhook) validate(ctx context.Context, oldR, r *v1alpha1.DNSRe
 		warns = append(warns, missing("spec.zoneRef", "BindZone", r.Spec.ZoneRef.Name, namespaceOf(ctx, r.Namespace))+"; the record's name and data were checked without the zone")
 	}
 	errs := ValidateDNSRecordSpec(&r.Spec, zoneName, spec)
-	if oldR != nil {
-		errs = append(errs, immutable(oldR.Spec.ZoneRef.Name, r.Spec.ZoneRef.Name, spec.Child("zoneRef", "name"), "create a new DNSRecord in the other zone")...)
-		errs = append(errs, immutable(string(oldR.Spec.Name), string(r.Spec.Name), spec.Child("name"), "create a new DNSRecord for the other name")...)
-		errs = append(errs, immutable(string(oldR.Spec.Type), string(r.Spec.Type), spec.Child("type"), "create a new DNSRecord for the other type")...)
-	}
 	if zone != nil {
 		errs = append(errs, validateAgainstZone(r, zone, spec, &warns)...)
 	}
@@ -132,16 +127,7 @@ func ValidateDNSRecordSpec(s *v1alpha1.DNSRecordSpec, zoneName string, fldPath *
 		}
 	}
 	set := v1alpha1.RecordSet{Name: v1alpha1.RecordName(name), Type: s.Type, TTL: s.TTL, Values: s.Values}
-	canon, errs := records.CanonicalizeSet(zone, set, v1alpha1.DefaultTTL, fldPath)
-	if len(errs) > 0 {
-		return errs
-	}
-	if canon.Name == records.Apex && (canon.Type == "NS" || canon.Type == "DS" || canon.Type == "CNAME") {
-		errs = append(errs, field.Invalid(fldPath.Child("type"), s.Type, "apex NS, DS and CNAME records cannot be managed by a DNSRecord: NS belong to the BindZone, DS to the parent zone, and a CNAME cannot sit at the apex"))
-	}
-	if canon.Type == "CNAME" && len(canon.Values) != 1 {
-		errs = append(errs, field.TooMany(fldPath.Child("values"), len(canon.Values), 1))
-	}
+	_, errs := records.CanonicalizeSet(zone, set, 0, fldPath)
 	return errs
 }
 

@@ -8,8 +8,11 @@
 // and CEL rules, so defaulting must cope with any input (it never fails on
 // bad data: it leaves it for validation). The validating webhook runs after
 // the CRD rules and adds what they cannot express: parsing (record data,
-// option statements), rules across list items, and rules that need other
-// objects (references, the cluster's mode, pod IPs).
+// option statements, addresses, durations), rules across list items, rules
+// whose error must name a map key or list index the CRD cannot put in the
+// path, and rules that need other objects (references, the cluster's mode,
+// pod IPs). No rule is checked in both places: shape rules (immutability,
+// ranges, fields that go together) are the CRD's alone.
 //
 // Missing references are warnings, not errors: GitOps tools apply objects
 // in any order, and the controllers report the missing object in status.

@@ -51,9 +51,11 @@ type BindClusterSpec struct {
 	// +kubebuilder:validation:Maximum=15
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// image is the BIND 9.18 container image.
+	// image is the BIND 9.18 container image. Defaults to the operator's
+	// --bind-image.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:]]')",message="an image reference such as registry.example/bind9:9.18 has no whitespace; remove it."
 	Image string `json:"image,omitempty"`
 
 	// agentImage is the bind-operator image that runs the agent sidecar.
@@ -166,6 +168,8 @@ type BindClusterSpec struct {
 }
 
 // ClusterPorts are the container ports of a BIND pod.
+// +kubebuilder:validation:XValidation:rule="!has(self.dns) || ((!has(self.agent) || self.dns != self.agent) && (!has(self.metrics) || self.dns != self.metrics))",message="the dns port must differ from the agent and metrics ports; each listener needs its own port.",fieldPath=".dns"
+// +kubebuilder:validation:XValidation:rule="!has(self.agent) || !has(self.metrics) || self.agent != self.metrics",message="the metrics port must differ from the agent port; each listener needs its own port.",fieldPath=".metrics"
 type ClusterPorts struct {
 	// dns is the port named answers on, TCP and UDP. Defaults to 53.
 	// +optional
@@ -223,6 +227,7 @@ type ServiceSpec struct {
 }
 
 // RecursionSpec configures recursive resolution.
+// +kubebuilder:validation:XValidation:rule="!has(self.forwardPolicy) || self.forwardPolicy != 'Only' || (has(self.forwarders) && size(self.forwarders) > 0)",message="forwardPolicy Only needs at least one forwarder; add forwarders or use First.",fieldPath=".forwardPolicy"
 type RecursionSpec struct {
 	// allowRecursion lists the clients that may recurse. Defaults to
 	// localnets and localhost; never "any" unless set explicitly.

@@ -102,6 +102,7 @@ type BindPolicySpec struct {
 	// Immutable.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="zoneName is immutable; create a new BindPolicy for the other name."
+	// +kubebuilder:validation:XValidation:rule="self != '.'",message="a policy zone needs its own name such as rpz.example.internal, not the root."
 	ZoneName DomainName `json:"zoneName"`
 
 	// order places the policy among the cluster's policies: lower is

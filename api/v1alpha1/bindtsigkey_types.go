@@ -81,11 +81,13 @@ type SecretTemplate struct {
 // operator generates it there once, or adopts an existing Secret.
 // +kubebuilder:validation:XValidation:rule="!has(self.importExisting) || !self.importExisting || (has(self.secretName) && size(self.secretName) > 0)",message="importExisting needs secretName: the name of the existing Secret to adopt."
 // +kubebuilder:validation:XValidation:rule="!has(self.importExisting) || !self.importExisting || !has(self.secretTemplate)",message="secretTemplate cannot be used with importExisting: an imported Secret is never modified."
+// +kubebuilder:validation:XValidation:rule="(has(self.importExisting) && self.importExisting) == (has(oldSelf.importExisting) && oldSelf.importExisting)",message="importExisting is immutable: switching it would start or stop managing a Secret the operator did not create; create a new BindTSIGKey instead.",fieldPath=".importExisting"
 type BindTSIGKeySpec struct {
 	// keyName is the key's name in BIND and on the wire. Defaults to the
 	// object's name. Immutable, since clients sign with it.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="keyName is immutable: clients sign with it. Create a new BindTSIGKey instead."
+	// +kubebuilder:validation:XValidation:rule="self != '.'",message="a key needs a name such as transfer-key or update.example.com, not the root."
 	KeyName DomainName `json:"keyName,omitempty"`
 
 	// algorithm is the HMAC algorithm. Defaults to hmac-sha256.
@@ -103,7 +105,7 @@ type BindTSIGKeySpec struct {
 
 	// importExisting adopts the existing Secret secretName (which must hold
 	// the key under "secret") instead of generating one. The operator never
-	// modifies an imported Secret.
+	// modifies an imported Secret. Immutable.
 	// +optional
 	ImportExisting bool `json:"importExisting,omitempty"`
 

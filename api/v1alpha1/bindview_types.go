@@ -9,6 +9,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.matchClients) || has(self.matchDestinations)",message="a view needs matchClients or matchDestinations; use builtin: any to match every client."
 // +kubebuilder:validation:XValidation:rule="!has(self.recursion) || !self.recursion || !has(self.allowRecursion) || size(self.allowRecursion) > 0",message="allowRecursion must not be empty when recursion is on; list the clients that may recurse."
 // +kubebuilder:validation:XValidation:rule="!has(self.allowRecursion) || (has(self.recursion) && self.recursion)",message="allowRecursion needs recursion: true."
+// +kubebuilder:validation:XValidation:rule="!has(self.recursion) || self.recursion || !has(self.forwarders) || size(self.forwarders) == 0",message="forwarders are only used while recursing; set recursion: true or remove them.",fieldPath=".forwarders"
+// +kubebuilder:validation:XValidation:rule="!has(self.recursion) || self.recursion || !has(self.matchRecursiveOnly) || !self.matchRecursiveOnly",message="a view that matches only recursive queries needs recursion: true, or it answers none of them.",fieldPath=".matchRecursiveOnly"
 type BindViewSpec struct {
 	// clusterRef names the BindCluster that serves the view. Immutable.
 	// +required

@@ -36,6 +36,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.catalogZoneRef)",message="catalogZoneRef only applies to Primary zones."
 // +kubebuilder:validation:XValidation:rule="self.type != 'Forward' || !has(self.allowTransfer)",message="allowTransfer does not apply to Forward zones, which hold no data."
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.defaultTTL)",message="defaultTTL only applies to Primary zones."
+// +kubebuilder:validation:XValidation:rule="self.type != 'Primary' || self.zoneName != '.'",message="the root zone cannot be a Primary zone here; use a Forward zone for \".\" or name a real zone.",fieldPath=".zoneName"
 type BindZoneSpec struct {
 	// clusterRef names the BindCluster that serves the zone. Immutable.
 	// +required
@@ -123,6 +124,8 @@ type BindZoneSpec struct {
 }
 
 // SOASpec is a zone's start of authority. Unset fields take the defaults.
+// +kubebuilder:validation:XValidation:rule="!has(self.retry) || !has(self.refresh) || self.retry <= self.refresh",message="retry must not exceed refresh; a retry is a faster refresh after a failure.",messageExpression="'retry must not exceed refresh (%d); a retry is a faster refresh after a failure.'.format([self.refresh])",fieldPath=".retry"
+// +kubebuilder:validation:XValidation:rule="!has(self.expire) || !has(self.refresh) || self.expire >= self.refresh",message="expire must be at least refresh, or secondaries drop the zone before they try to refresh it.",messageExpression="'expire must be at least refresh (%d), or secondaries drop the zone before they try to refresh it.'.format([self.refresh])",fieldPath=".expire"
 type SOASpec struct {
 	// primaryNameServer is the SOA MNAME. Defaults to ns1.<zone>.
 	// +optional

@@ -38,6 +38,7 @@ type TTL int32
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=254
 // +kubebuilder:validation:Pattern=`^(\.|([A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?)(\.[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?)*\.?)$`
+// +kubebuilder:validation:XValidation:rule="size(self) <= (self.endsWith('.') ? 254 : 253)",message="a domain name has at most 253 characters (254 with the trailing dot), e.g. example.com; shorten it."
 type DomainName string
 
 // BuiltinACL is one of BIND's predefined address match lists.

@@ -33,6 +33,8 @@ const (
 	DefaultServiceType = corev1.ServiceTypeClusterIP
 	// DefaultDNSPort, DefaultAgentPort and DefaultMetricsPort are the
 	// container ports of named, the agent's API and its metrics.
+	// DefaultDNSPort is also the port of forwarders and remote servers
+	// that name none.
 	DefaultDNSPort     = 53
 	DefaultAgentPort   = 8453
 	DefaultMetricsPort = 9119
@@ -289,4 +291,16 @@ func (p *BindDNSSECPolicy) SetDefaults() {
 			k.KeySize = ptr.To[int32](DefaultRSAKeySize)
 		}
 	}
+}
+
+// AddressPort is the forwarder's address and its port, DefaultDNSPort when
+// unset.
+func (f Forwarder) AddressPort() (string, int32) {
+	return f.Address, ptr.Deref(f.Port, DefaultDNSPort)
+}
+
+// AddressPort is the server's address and its port, DefaultDNSPort when
+// unset.
+func (r RemoteServer) AddressPort() (string, int32) {
+	return r.Address, ptr.Deref(r.Port, DefaultDNSPort)
 }

@@ -21,6 +21,7 @@ type RecordName string
 // +kubebuilder:validation:XValidation:rule="self.type != 'CNAME' || size(self.values) == 1",message="a CNAME record set holds exactly one value; a name can alias only one target."
 // +kubebuilder:validation:XValidation:rule="self.type != 'CNAME' || self.name != '@'",message="a CNAME cannot be placed at the zone apex (@), which must hold SOA and NS records; use A/AAAA records there instead."
 // +kubebuilder:validation:XValidation:rule="self.type != 'DNAME' || size(self.values) == 1",message="a DNAME record set holds exactly one value."
+// +kubebuilder:validation:XValidation:rule="self.type != 'DS' || self.name != '@'",message="DS records for the zone itself belong in the parent zone; place DS records at a delegated child name.",fieldPath=".type"
 type RecordSet struct {
 	// name is the owner name relative to the zone ("@" for the apex), e.g.
 	// "www" or "_sip._tcp".

@@ -74,6 +74,19 @@ func TestBindClusterCreate(t *testing.T) {
 		{desc: "transfer key ref with an invalid name", mutate: func(c *v1.BindCluster) {
 			c.Spec.TransferKeyRef = &v1.LocalObjectReference{Name: "Bad_Name"}
 		}, wantErrors: []string{"spec.transferKeyRef.name", "should match"}},
+		// Rules that were the validating webhook's until they moved here.
+		{desc: "valid image", mutate: func(c *v1.BindCluster) { c.Spec.Image = "registry.example/bind9:9.18" }},
+		{desc: "image with a space", mutate: func(c *v1.BindCluster) { c.Spec.Image = "bind9 :9.18" },
+			wantErrors: []string{"spec.image", "an image reference such as registry.example/bind9:9.18 has no whitespace"}},
+		{desc: "valid custom ports", mutate: func(c *v1.BindCluster) { c.Spec.Ports = v1.ClusterPorts{DNS: 5353, Agent: 8454, Metrics: 9120} }},
+		{desc: "dns port on the agent's default", mutate: func(c *v1.BindCluster) { c.Spec.Ports = v1.ClusterPorts{DNS: 8453} },
+			wantErrors: []string{"spec.ports.dns", "the dns port must differ from the agent and metrics ports"}},
+		{desc: "metrics port on the agent's", mutate: func(c *v1.BindCluster) { c.Spec.Ports = v1.ClusterPorts{Agent: 9000, Metrics: 9000} },
+			wantErrors: []string{"spec.ports.metrics", "the metrics port must differ from the agent port"}},
+		{desc: "forward only without forwarders", mutate: func(c *v1.BindCluster) {
+			c.Spec.Mode = v1.ModeResolver
+			c.Spec.Recursion = &v1.RecursionSpec{ForwardPolicy: v1.ForwardOnly}
+		}, wantErrors: []string{"spec.recursion.forwardPolicy", "forwardPolicy Only needs at least one forwarder; add forwarders or use First"}},
 	})
 }
 

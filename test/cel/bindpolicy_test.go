@@ -42,6 +42,12 @@ func TestBindPolicyCreate(t *testing.T) {
 			wantErrors: []string{"spec.maxPolicyTTL", "should be less than or equal to 86400"}},
 		{desc: "unknown override", mutate: func(p *v1.BindPolicy) { p.Spec.PolicyOverride = "Block" },
 			wantErrors: []string{"spec.policyOverride", "Unsupported value"}},
+		// Rules that were the validating webhook's until they moved here.
+		{desc: "root as the policy zone", mutate: func(p *v1.BindPolicy) { p.Spec.ZoneName = "." },
+			wantErrors: []string{"spec.zoneName", "a policy zone needs its own name such as rpz.example.internal"}},
+		{desc: "redirect target longer than 253 characters", mutate: func(p *v1.BindPolicy) {
+			p.Spec.Rules = []v1.RPZRule{{Match: "ads.example.net", Action: "Redirect", RedirectTo: longName(254)}}
+		}, wantErrors: []string{"spec.rules[0].redirectTo", "a domain name has at most 253 characters"}},
 	})
 }
 

@@ -33,6 +33,11 @@ func TestBindTSIGKeyCreate(t *testing.T) {
 			wantErrors: []string{"spec.secretName", "should match"}},
 		{desc: "key name with a quote", mutate: func(k *v1.BindTSIGKey) { k.Spec.KeyName = `k"; };` },
 			wantErrors: []string{"spec.keyName", "should match"}},
+		// Rules that were the validating webhook's until they moved here.
+		{desc: "key named like the root", mutate: func(k *v1.BindTSIGKey) { k.Spec.KeyName = "." },
+			wantErrors: []string{"spec.keyName", "a key needs a name such as transfer-key or update.example.com"}},
+		{desc: "key name longer than 253 characters", mutate: func(k *v1.BindTSIGKey) { k.Spec.KeyName = longName(254) },
+			wantErrors: []string{"spec.keyName", "a domain name has at most 253 characters"}},
 	})
 }
 
@@ -47,5 +52,21 @@ func TestBindTSIGKeyUpdate(t *testing.T) {
 			wantErrors: []string{"spec.keyName", "keyName is immutable: clients sign with it"}},
 		{desc: "secretName is immutable", mutate: func(k *v1.BindTSIGKey) { k.Spec.SecretName = "other" },
 			wantErrors: []string{"spec.secretName", "secretName is immutable"}},
+		// importExisting's rule moved here from the validating webhook.
+		{desc: "importExisting cannot be switched on", mutate: func(k *v1.BindTSIGKey) { k.Spec.ImportExisting = true },
+			wantErrors: []string{"spec.importExisting", "importExisting is immutable: switching it would start or stop managing a Secret the operator did not create"}},
+	})
+}
+
+func TestBindTSIGKeyImportedUpdate(t *testing.T) {
+	imported := func() *v1.BindTSIGKey {
+		k := baseKey()
+		k.Spec.ImportExisting = true
+		return k
+	}
+	runUpdateCases(t, imported, []updateCase[*v1.BindTSIGKey]{
+		{desc: "an imported key may stay imported", mutate: func(k *v1.BindTSIGKey) { k.Labels = map[string]string{"team": "dns"} }},
+		{desc: "importExisting cannot be switched off", mutate: func(k *v1.BindTSIGKey) { k.Spec.ImportExisting = false },
+			wantErrors: []string{"spec.importExisting", "importExisting is immutable"}},
 	})
 }

@@ -40,6 +40,19 @@ func TestBindViewCreate(t *testing.T) {
 		{desc: "aclRef with upper case", mutate: func(v *v1.BindView) {
 			v.Spec.MatchClients = []v1.AddressMatchElement{{ACLRef: "Internal"}}
 		}, wantErrors: []string{"spec.matchClients[0].aclRef", "should match"}},
+		// Rules that were the validating webhook's until they moved here.
+		{desc: "valid forwarders of a recursive view", mutate: func(v *v1.BindView) {
+			v.Spec.Recursion = ptr(true)
+			v.Spec.Forwarders = []v1.Forwarder{{Address: "192.0.2.53"}}
+		}},
+		{desc: "forwarders without recursion", mutate: func(v *v1.BindView) {
+			v.Spec.Recursion = ptr(false)
+			v.Spec.Forwarders = []v1.Forwarder{{Address: "192.0.2.53"}}
+		}, wantErrors: []string{"spec.forwarders", "forwarders are only used while recursing; set recursion: true or remove them"}},
+		{desc: "recursive-only match without recursion", mutate: func(v *v1.BindView) {
+			v.Spec.Recursion = ptr(false)
+			v.Spec.MatchRecursiveOnly = true
+		}, wantErrors: []string{"spec.matchRecursiveOnly", "a view that matches only recursive queries needs recursion: true"}},
 	})
 }
 

@@ -119,7 +119,48 @@ func TestBindZoneCreate(t *testing.T) {
 			forwardZone(z)
 			z.Spec.Forwarders[0].Address = "resolver.example.net"
 		}, wantErrors: []string{"spec.forwarders[0].address", "forwarder address must be an IPv4 or IPv6 address"}},
+		// Rules that were the validating webhook's until they moved here.
+		{desc: "valid name of 253 characters", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = longName(253) }},
+		{desc: "valid name of 254 characters with the dot", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = longName(253) + "." }},
+		{desc: "name longer than 253 characters", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = longName(254) },
+			wantErrors: []string{"spec.zoneName", "a domain name has at most 253 characters (254 with the trailing dot)"}},
+		{desc: "root zone as a primary", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = "."; z.Spec.Records = nil },
+			wantErrors: []string{"spec.zoneName", `the root zone cannot be a Primary zone here; use a Forward zone for "."`}},
+		{desc: "valid SOA timers", mutate: func(z *v1.BindZone) {
+			z.Spec.SOA = &v1.SOASpec{Refresh: ptr[int32](600), Retry: ptr[int32](600), Expire: ptr[int32](600)}
+		}},
+		{desc: "SOA retry above refresh", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr[int32](60), Retry: ptr[int32](600)} },
+			wantErrors: []string{"spec.soa.retry", "retry must not exceed refresh (60); a retry is a faster refresh after a failure"}},
+		{desc: "SOA expire below refresh", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr[int32](600), Expire: ptr[int32](60)} },
+			wantErrors: []string{"spec.soa.expire", "expire must be at least refresh (600), or secondaries drop the zone"}},
+		{desc: "SOA MNAME longer than 253 characters", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{PrimaryNameServer: longName(254)} },
+			wantErrors: []string{"spec.soa.primaryNameServer", "a domain name has at most 253 characters"}},
+		{desc: "valid DS at a delegation", mutate: func(z *v1.BindZone) {
+			z.Spec.Records[0] = v1.RecordSet{Name: "sub", Type: "DS", Values: []string{"12345 13 2 AB"}}
+		}},
+		{desc: "DS at the apex", mutate: func(z *v1.BindZone) {
+			z.Spec.Records[0] = v1.RecordSet{Name: "@", Type: "DS", Values: []string{"12345 13 2 AB"}}
+		}, wantErrors: []string{"spec.records[0].type", "DS records for the zone itself belong in the parent zone"}},
 	})
+}
+
+// longName is a domain name of n characters (n > 2), in labels of 63 or
+// fewer, without the trailing dot.
+func longName(n int) v1.DomainName {
+	var b []byte
+	for len(b) < n {
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		l := min(63, n-len(b))
+		if rest := n - len(b) - l; rest == 1 {
+			l-- // leave room for one more label, not a trailing dot
+		}
+		for range l {
+			b = append(b, 'a')
+		}
+	}
+	return v1.DomainName(b)
 }
 
 func TestBindZoneUpdate(t *testing.T) {
