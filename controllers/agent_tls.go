@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/agent"
@@ -32,7 +33,6 @@ func (r *BindClusterReconciler) agentTLS(ctx context.Context, cluster *bindv1alp
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
-	exists := err == nil
 	ca, caErr := pki.LoadCA(caSecret.Data[agent.FileCA], caSecret.Data[agent.FileCAKey])
 	changed := false
 	if caErr != nil || pki.NeedsRenewal(caSecret.Data[agent.FileCA], renewBefore) {
@@ -51,19 +51,13 @@ func (r *BindClusterReconciler) agentTLS(ctx context.Context, cluster *bindv1alp
 		changed = true
 	}
 	if changed {
-		caSecret.Name, caSecret.Namespace = agentCASecretName(cluster), cluster.Namespace
-		caSecret.Labels = objectLabels(cluster)
-		caSecret.Type = corev1.SecretTypeOpaque
-		if err := r.own(cluster, caSecret); err != nil {
+		desired := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: agentCASecretName(cluster), Namespace: cluster.Namespace, Labels: objectLabels(cluster)},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       caSecret.Data,
+		}
+		if err := r.apply(ctx, cluster, desired); err != nil {
 			return nil, err
-		}
-		if exists {
-			err = r.Client.Update(ctx, caSecret)
-		} else {
-			err = r.Client.Create(ctx, caSecret)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("agent CA secret: %w", err)
 		}
 	}
 

@@ -10,8 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -201,128 +199,94 @@ func (r *BindClusterReconciler) runningHash(ctx context.Context, cluster *bindv1
 	return sts.Spec.Template.Annotations[bindv1alpha1.AnnotationConfigHash], nil
 }
 
-func (r *BindClusterReconciler) own(cluster *bindv1alpha1.BindCluster, obj client.Object) error {
-	return controllerutil.SetControllerReference(cluster, obj, r.Client.Scheme())
-}
-
 func (r *BindClusterReconciler) applyServices(ctx context.Context, cluster *bindv1alpha1.BindCluster) (string, error) {
 	var primaryIP string
-	for _, desired := range buildServices(cluster) {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-		_, err := controllerutil.CreateOrUpdate(ctx, r.Client, svc, func() error {
-			svc.Labels = desired.Labels
-			svc.Annotations = desired.Annotations
-			// ClusterIP is allocated by the API server and immutable; keep it.
-			if svc.Spec.ClusterIP == "" || desired.Spec.ClusterIP == corev1.ClusterIPNone {
-				svc.Spec.ClusterIP = desired.Spec.ClusterIP
-			}
-			svc.Spec.Type = desired.Spec.Type
-			svc.Spec.Selector = desired.Spec.Selector
-			svc.Spec.Ports = mergeServicePorts(svc.Spec.Ports, desired.Spec.Ports)
-			svc.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
-			return r.own(cluster, svc)
-		})
-		if err != nil {
-			return "", fmt.Errorf("service %s: %w", desired.Name, err)
+	for _, svc := range buildServices(cluster) {
+		// The ClusterIP (except the headless one's None) and node ports are
+		// the API server's to allocate: the desired Services leave them out,
+		// so they are kept.
+		if err := r.apply(ctx, cluster, svc); err != nil {
+			return "", err
 		}
-		if desired.Name == primarySvcName(cluster) && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		if svc.Name == primarySvcName(cluster) && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 			primaryIP = svc.Spec.ClusterIP
 		}
 	}
 	return primaryIP, nil
 }
 
-// mergeServicePorts keeps the node ports the API server allocated.
-func mergeServicePorts(current, desired []corev1.ServicePort) []corev1.ServicePort {
-	out := make([]corev1.ServicePort, len(desired))
-	for i, d := range desired {
-		for _, c := range current {
-			if c.Name == d.Name {
-				d.NodePort = c.NodePort
-			}
-		}
-		out[i] = d
-	}
-	return out
-}
-
 func (r *BindClusterReconciler) applyConfig(ctx context.Context, cluster *bindv1alpha1.BindCluster, rendered render.Result) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(cluster), Namespace: cluster.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
-		cm.Labels = objectLabels(cluster)
-		cm.Data = rendered.ConfigData
-		cm.BinaryData = nil
-		return r.own(cluster, cm)
-	}); err != nil {
-		return fmt.Errorf("configmap: %w", err)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: configMapName(cluster), Namespace: cluster.Namespace, Labels: objectLabels(cluster)},
+		Data:       rendered.ConfigData,
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: keysSecretName(cluster), Namespace: cluster.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
-		secret.Labels = objectLabels(cluster)
-		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = rendered.SecretData
-		return r.own(cluster, secret)
-	}); err != nil {
-		return fmt.Errorf("keys secret: %w", err)
+	if err := r.apply(ctx, cluster, cm); err != nil {
+		return err
 	}
-	return nil
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: keysSecretName(cluster), Namespace: cluster.Namespace, Labels: objectLabels(cluster)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       rendered.SecretData,
+	}
+	return r.apply(ctx, cluster, secret)
 }
 
+// applyStatefulSet applies the desired StatefulSet. The API server merges
+// the pod template with what it defaulted, so the same config applies as
+// no change and the pods roll only when the hash moves. Selector, service
+// name, pod management and claim templates cannot change on an existing
+// StatefulSet: when the desired ones differ (a new storage size or class),
+// the live ones are applied, as before SSA, rather than failing every
+// reconcile.
 func (r *BindClusterReconciler) applyStatefulSet(ctx context.Context, cluster *bindv1alpha1.BindCluster, hash string) (*appsv1.StatefulSet, error) {
-	desired := buildStatefulSet(cluster, r.Options, r.Paths, hash)
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, sts, func() error {
-		sts.Labels = desired.Labels
-		if sts.CreationTimestamp.IsZero() {
-			// Selector, service name and claim templates are immutable.
-			sts.Spec = desired.Spec
-		} else {
-			sts.Spec.Replicas = desired.Spec.Replicas
-			sts.Spec.UpdateStrategy = desired.Spec.UpdateStrategy
-			sts.Spec.PersistentVolumeClaimRetentionPolicy = desired.Spec.PersistentVolumeClaimRetentionPolicy
-			mergePodTemplate(&sts.Spec.Template, &desired.Spec.Template)
-		}
-		return r.own(cluster, sts)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("statefulset: %w", err)
+	sts := buildStatefulSet(cluster, r.Options, r.Paths, hash)
+	var live appsv1.StatefulSet
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(sts), &live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, err
+	default:
+		keepImmutable(&sts.Spec, &live.Spec)
+	}
+	if err := r.apply(ctx, cluster, sts); err != nil {
+		return nil, err
 	}
 	return sts, nil
 }
 
-// mergePodTemplate replaces the template only when what we control differs
-// semantically, so values the API server defaulted do not look like a
-// change and the pod template (and its hash) stays byte-stable.
-func mergePodTemplate(current, desired *corev1.PodTemplateSpec) {
-	if equality.Semantic.DeepDerivative(desired, current) {
-		return
+// keepImmutable replaces the desired immutable fields of a StatefulSet with
+// the live ones where they differ semantically (the live ones also hold
+// what the API server defaulted, so equal ones are left as desired).
+func keepImmutable(desired, live *appsv1.StatefulSetSpec) {
+	if !equality.Semantic.DeepDerivative(desired.Selector, live.Selector) {
+		desired.Selector = live.Selector
 	}
-	*current = *desired
+	if desired.ServiceName != live.ServiceName {
+		desired.ServiceName = live.ServiceName
+	}
+	if desired.PodManagementPolicy != live.PodManagementPolicy {
+		desired.PodManagementPolicy = live.PodManagementPolicy
+	}
+	if !equality.Semantic.DeepDerivative(desired.VolumeClaimTemplates, live.VolumeClaimTemplates) {
+		desired.VolumeClaimTemplates = live.VolumeClaimTemplates
+	}
 }
 
 func (r *BindClusterReconciler) applyPolicies(ctx context.Context, cluster *bindv1alpha1.BindCluster) error {
-	desiredPDB := buildPDB(cluster)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: desiredPDB.Name, Namespace: desiredPDB.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, pdb, func() error {
-		pdb.Labels = desiredPDB.Labels
-		pdb.Spec.MaxUnavailable = desiredPDB.Spec.MaxUnavailable
-		if pdb.CreationTimestamp.IsZero() {
-			pdb.Spec.Selector = desiredPDB.Spec.Selector
-		}
-		return r.own(cluster, pdb)
-	}); err != nil {
-		return fmt.Errorf("poddisruptionbudget: %w", err)
+	if err := r.apply(ctx, cluster, buildPDB(cluster)); err != nil {
+		return err
 	}
-	desiredNP := buildNetworkPolicy(cluster, r.Options)
-	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: desiredNP.Name, Namespace: desiredNP.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, np, func() error {
-		np.Labels = desiredNP.Labels
-		np.Spec = desiredNP.Spec
-		return r.own(cluster, np)
-	}); err != nil {
-		return fmt.Errorf("networkpolicy: %w", err)
+	return r.apply(ctx, cluster, buildNetworkPolicy(cluster, r.Options))
+}
+
+// apply applies one object the cluster owns (controller reference for the
+// garbage collector) and reads the result back into it.
+func (r *BindClusterReconciler) apply(ctx context.Context, cluster *bindv1alpha1.BindCluster, obj client.Object) error {
+	if err := controllerutil.SetControllerReference(cluster, obj, r.Client.Scheme()); err != nil {
+		return err
 	}
-	return nil
+	return apply(ctx, r.Client, obj)
 }
 
 // observeStatefulSet turns the StatefulSet's status into Ready and Progressing.

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -175,8 +177,7 @@ func TestHashStableAcross100ShuffledReconciles(t *testing.T) {
 	}
 	want := f.settle()
 	sts := f.statefulSet()
-	var cm corev1.ConfigMap
-	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+	before := f.ownedVersions()
 
 	r := *reconciler
 	r.Client = newShuffler(k8sClient, 42)
@@ -192,11 +193,30 @@ func TestHashStableAcross100ShuffledReconciles(t *testing.T) {
 	if after.ResourceVersion != sts.ResourceVersion || after.Generation != sts.Generation {
 		t.Fatalf("StatefulSet was rewritten by identical reconciles (rv %s -> %s)", sts.ResourceVersion, after.ResourceVersion)
 	}
-	var cm2 corev1.ConfigMap
-	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm2))
-	if cm2.ResourceVersion != cm.ResourceVersion {
-		t.Fatalf("ConfigMap was rewritten by identical reconciles")
+	// Server-side apply of an unchanged object is no write: not one owned
+	// object moved.
+	if got := f.ownedVersions(); !maps.Equal(got, before) {
+		t.Fatalf("identical reconciles rewrote owned objects: resourceVersions %v -> %v", before, got)
 	}
+}
+
+// ownedVersions returns the resourceVersion of every object the fixture's
+// cluster owns, by kind and name.
+func (f *fixture) ownedVersions() map[string]string {
+	f.t.Helper()
+	out := map[string]string{}
+	for name, obj := range map[string]client.Object{
+		"dns-config": &corev1.ConfigMap{}, "dns-keys": &corev1.Secret{}, "dns-agent-ca": &corev1.Secret{},
+		"dns": &corev1.Service{}, "dns-primary": &corev1.Service{}, "dns-pods": &corev1.Service{},
+	} {
+		must(f.t, k8sClient.Get(ctx, f.key(name), obj))
+		out[fmt.Sprintf("%T/%s", obj, name)] = obj.GetResourceVersion()
+	}
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
+		must(f.t, k8sClient.Get(ctx, f.key("dns"), obj))
+		out[fmt.Sprintf("%T/dns", obj)] = obj.GetResourceVersion()
+	}
+	return out
 }
 
 func TestHashChangesOnceOnKeyOrACLChange(t *testing.T) {
