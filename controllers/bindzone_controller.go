@@ -99,10 +99,8 @@ func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			fmt.Sprintf("%s zones are declared in named.conf by BindCluster %q.", zone.Spec.Type, zone.Spec.ClusterRef.Name))
 		return ctrl.Result{}, patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
 	}
-	if controllerutil.AddFinalizer(&zone, zoneFinalizer) {
-		if err := r.Client.Update(ctx, &zone); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := addFinalizer(ctx, r.Client, &zone, zoneFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	res, err := r.apply(ctx, &zone, status)
 	status.ObservedGeneration = zone.Generation
@@ -171,8 +169,7 @@ func (r *BindZoneReconciler) finalize(ctx context.Context, zone *bindv1alpha1.Bi
 		}
 		r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing zone %s from the cluster after %s: %v", zone.Spec.ZoneName, deleteGiveUp, err)
 	}
-	controllerutil.RemoveFinalizer(zone, zoneFinalizer)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, zone))
+	return ctrl.Result{}, removeFinalizer(ctx, r.Client, zone, zoneFinalizer)
 }
 
 // Field index of BindZones by cluster.

@@ -85,10 +85,8 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if rec.DeletionTimestamp != nil {
 		return r.finalize(ctx, &rec)
 	}
-	if controllerutil.AddFinalizer(&rec, recordFinalizer) {
-		if err := r.Client.Update(ctx, &rec); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := addFinalizer(ctx, r.Client, &rec, recordFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	status := rec.Status.DeepCopy()
 	status.ObservedGeneration = rec.Generation
@@ -279,8 +277,7 @@ func (r *DNSRecordReconciler) finalize(ctx context.Context, rec *bindv1alpha1.DN
 		}
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", rec.Status.FQDN, rec.Spec.Type, deleteGiveUp, err)
 	}
-	controllerutil.RemoveFinalizer(rec, recordFinalizer)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, rec))
+	return ctrl.Result{}, removeFinalizer(ctx, r.Client, rec, recordFinalizer)
 }
 
 func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.DNSRecord) error {

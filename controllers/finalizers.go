@@ -1,0 +1,31 @@
+package controllers
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// addFinalizer adds finalizer to obj unless it has it. Only the finalizers
+// are written (a merge patch), guarded by obj's resourceVersion: a merge
+// patch replaces the whole list, so without the guard it could drop a
+// finalizer someone else added meanwhile; with it, that race is a conflict
+// and the reconcile is retried.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	base := obj.DeepCopyObject().(client.Object)
+	if !controllerutil.AddFinalizer(obj, finalizer) {
+		return nil
+	}
+	return c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// removeFinalizer removes finalizer from obj, the same way; an object that
+// is already gone is no error.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	base := obj.DeepCopyObject().(client.Object)
+	if !controllerutil.RemoveFinalizer(obj, finalizer) {
+		return nil
+	}
+	return client.IgnoreNotFound(c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
+}
