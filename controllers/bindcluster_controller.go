@@ -268,7 +268,10 @@ func keepImmutable(desired, live *appsv1.StatefulSetSpec) {
 	if desired.PodManagementPolicy != live.PodManagementPolicy {
 		desired.PodManagementPolicy = live.PodManagementPolicy
 	}
-	if !equality.Semantic.DeepDerivative(desired.VolumeClaimTemplates, live.VolumeClaimTemplates) {
+	// DeepDerivative takes an empty list for equal to any: storage turned
+	// off must keep the claims too.
+	if len(desired.VolumeClaimTemplates) != len(live.VolumeClaimTemplates) ||
+		!equality.Semantic.DeepDerivative(desired.VolumeClaimTemplates, live.VolumeClaimTemplates) {
 		desired.VolumeClaimTemplates = live.VolumeClaimTemplates
 	}
 }
