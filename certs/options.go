@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
 // Defaults follow cert-manager's: a serving certificate lives 90 days and is
@@ -16,7 +18,7 @@ const (
 	DefaultCARenewBefore  = 180 * 24 * time.Hour
 	DefaultCAHandover     = 15 * time.Minute
 	DefaultResyncInterval = 10 * time.Minute
-	DefaultClusterDomain  = "cluster.local"
+	DefaultClusterDomain  = bindv1alpha1.DefaultClusterDomain
 	DefaultCertDir        = "/tmp/k8s-webhook-server/serving-certs"
 )
 

@@ -188,7 +188,7 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
 		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths()},
 		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()},
 		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, ResyncPeriod: o.zoneResync},
-		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync},
+		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain},
 		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -73,6 +73,10 @@ type BindZoneReconciler struct {
 	ResyncPeriod time.Duration
 	// MaxConcurrentReconciles defaults to 8.
 	MaxConcurrentReconciles int
+	// ClusterDomain is the cluster DNS domain of Service names, for the
+	// SOA MNAME of zones that name none; empty means
+	// bindv1alpha1.DefaultClusterDomain.
+	ClusterDomain string
 
 	agents *agentClients
 }

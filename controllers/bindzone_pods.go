@@ -37,7 +37,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 		// Outside the zone: a seed whose NS lies inside the zone without
 		// glue does not load in 9.18, and the query Service's name is
 		// where clients actually find the zone.
-		soa.PrimaryNameServer = bindv1alpha1.DomainName(querySvcName(t.cluster) + "." + t.cluster.Namespace + ".svc.cluster.local.")
+		soa.PrimaryNameServer = bindv1alpha1.DomainName(querySvcFQDN(t.cluster, r.ClusterDomain))
 	}
 	seed := render.SeedZoneWithGlue(t.zoneName, soa, zone.EffectiveDefaultTTL(), mnameGlue(t.zoneName, string(soa.PrimaryNameServer), zone.Spec.Records))
 	ac, err := r.agents.get(ctx, t.cluster, prim.AgentAddr)

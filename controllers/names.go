@@ -14,6 +14,15 @@ func statefulSetName(c *bindv1alpha1.BindCluster) string { return c.Name }
 func headlessSvcName(c *bindv1alpha1.BindCluster) string { return c.Name + "-pods" }
 func primarySvcName(c *bindv1alpha1.BindCluster) string  { return c.Name + "-primary" }
 func querySvcName(c *bindv1alpha1.BindCluster) string    { return c.Name }
+// querySvcFQDN is the query Service's DNS name in clusterDomain (empty:
+// bindv1alpha1.DefaultClusterDomain), with the trailing dot.
+func querySvcFQDN(c *bindv1alpha1.BindCluster, clusterDomain string) string {
+	if clusterDomain == "" {
+		clusterDomain = bindv1alpha1.DefaultClusterDomain
+	}
+	return querySvcName(c) + "." + c.Namespace + ".svc." + clusterDomain + "."
+}
+
 func primaryPodName(c *bindv1alpha1.BindCluster) string {
 	return fmt.Sprintf("%s-0", statefulSetName(c))
 }

@@ -14,13 +14,15 @@ const SeedRefresh = bindv1alpha1.DefaultSOARefresh
 
 // SeedZone is the initial file of a primary zone: an SOA (serial 1) and an
 // NS record for the SOA MNAME. SOA fields left unset and defaultTTL <= 0
-// take the API's defaults (v1alpha1.DefaultSOARefresh ..., DefaultTTL); an
-// unset MNAME is ns1.<zone> (the controller always names one).
+// take the API's defaults (v1alpha1.DefaultSOARefresh ..., DefaultTTL).
+// An unset MNAME is ns1.<zone>, for callers without a cluster: the
+// controller always names one, the query Service's name when the zone sets
+// none (see SOASpec.PrimaryNameServer).
 //
 // BIND refuses to load a zone whose NS target lies inside the zone without
-// an address ("NS 'ns1.example.com' has no address records"), and the
-// default MNAME ns1.<zone>. does. When the MNAME is in the zone, use
-// SeedZoneWithGlue with the addresses it should resolve to.
+// an address ("NS 'ns1.example.com' has no address records"), and
+// ns1.<zone>. does. When the MNAME is in the zone, use SeedZoneWithGlue
+// with the addresses it should resolve to.
 func SeedZone(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int32) string {
 	return SeedZoneWithGlue(zoneName, soa, defaultTTL, nil)
 }

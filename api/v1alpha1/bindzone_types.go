@@ -127,7 +127,11 @@ type BindZoneSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.retry) || !has(self.refresh) || self.retry <= self.refresh",message="retry must not exceed refresh; a retry is a faster refresh after a failure.",messageExpression="'retry must not exceed refresh (%d); a retry is a faster refresh after a failure.'.format([self.refresh])",fieldPath=".retry"
 // +kubebuilder:validation:XValidation:rule="!has(self.expire) || !has(self.refresh) || self.expire >= self.refresh",message="expire must be at least refresh, or secondaries drop the zone before they try to refresh it.",messageExpression="'expire must be at least refresh (%d), or secondaries drop the zone before they try to refresh it.'.format([self.refresh])",fieldPath=".expire"
 type SOASpec struct {
-	// primaryNameServer is the SOA MNAME. Defaults to ns1.<zone>.
+	// primaryNameServer is the SOA MNAME, also the NS of the zone's seed.
+	// Defaults to the cluster's query Service,
+	// <cluster>.<namespace>.svc.<cluster domain> (the operator's
+	// --cluster-domain, cluster.local unless set). A name inside the zone
+	// needs an A or AAAA record set in records.
 	// +optional
 	PrimaryNameServer DomainName `json:"primaryNameServer,omitempty"`
 

@@ -53,7 +53,8 @@ const (
 	// DefaultDNSSECValidation validates with BIND's built-in trust anchor.
 	DefaultDNSSECValidation = DNSSECValidationAuto
 	// DefaultClusterDomain is the cluster DNS domain of Service names
-	// (<svc>.<namespace>.svc.<domain>) unless the manager is told another.
+	// (<svc>.<namespace>.svc.<domain>), e.g. in the default SOA MNAME,
+	// unless the manager is told another (--cluster-domain).
 	DefaultClusterDomain = "cluster.local"
 )
 
