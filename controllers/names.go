@@ -14,6 +14,7 @@ func statefulSetName(c *bindv1alpha1.BindCluster) string { return c.Name }
 func headlessSvcName(c *bindv1alpha1.BindCluster) string { return c.Name + "-pods" }
 func primarySvcName(c *bindv1alpha1.BindCluster) string  { return c.Name + "-primary" }
 func querySvcName(c *bindv1alpha1.BindCluster) string    { return c.Name }
+
 // querySvcFQDN is the query Service's DNS name in clusterDomain (empty:
 // bindv1alpha1.DefaultClusterDomain), with the trailing dot.
 func querySvcFQDN(c *bindv1alpha1.BindCluster, clusterDomain string) string {
