@@ -20,7 +20,6 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
-	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // BindCatalogZoneReconciler reports a catalog zone. The catalog itself is
@@ -58,7 +57,7 @@ func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		period = min(period, 10*time.Second)
 	} else {
 		setCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonCatalogServed,
-			fmt.Sprintf("the primary serves catalog %s with %d member zone(s) at serial %d.", records.CanonicalZone(string(cat.Spec.ZoneName)), status.MemberCount, ptr.Deref(status.Serial, 0)))
+			fmt.Sprintf("the primary serves catalog %s with %d member zone(s) at serial %d.", string(cat.Spec.ZoneName), status.MemberCount, ptr.Deref(status.Serial, 0)))
 	}
 	if err := patchStatus(ctx, r.Client, &cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status }); err != nil {
 		return ctrl.Result{}, err
@@ -89,7 +88,7 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 	defer c.Close()
 	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	zone := records.CanonicalZone(string(cat.Spec.ZoneName))
+	zone := string(cat.Spec.ZoneName)
 	rrs, err := c.AXFR(tctx, zone)
 	if err != nil {
 		var rc *dnsclient.RcodeError

@@ -35,7 +35,7 @@ func (r *BindZoneReconciler) ensureCatalogMember(ctx context.Context, zone *bind
 		return nil
 	}
 	srv := ZoneServer{Addr: t.srv.Addr, Key: key}
-	err = r.Updates.Submit(ctx, srv, records.CanonicalZone(cat), dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{
+	err = r.Updates.Submit(ctx, srv, cat, dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{
 		Name: owner, Type: dns.TypePTR, TTL: 0, Values: want,
 	}})
 	if err != nil {
@@ -85,7 +85,7 @@ func (r *BindZoneReconciler) removeCatalogMember(ctx context.Context, zone *bind
 			return err
 		}
 		srv := ZoneServer{Addr: joinHostPort(addr, port), Key: key}
-		err = r.Updates.Submit(ctx, srv, records.CanonicalZone(cat), dnsclient.Change{
+		err = r.Updates.Submit(ctx, srv, cat, dnsclient.Change{
 			Op: dnsclient.Delete, Set: dnsclient.RRSet{Name: catalogMemberOwner(cat, zoneName), Type: dns.TypePTR},
 			Prev: []string{records.ZoneFQDN(zoneName)},
 		})

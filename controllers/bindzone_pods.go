@@ -108,7 +108,7 @@ func (r *BindZoneReconciler) removeFromPods(ctx context.Context, zone *bindv1alp
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: zone.Spec.ClusterRef.Name}, &cluster); err != nil {
 		return client.IgnoreNotFound(err) // cluster gone: nothing left to clean
 	}
-	zoneName := records.CanonicalZone(string(zone.Spec.ZoneName))
+	zoneName := string(zone.Spec.ZoneName)
 	view := ""
 	if zone.Spec.ViewRef != nil {
 		view = zone.Spec.ViewRef.Name

@@ -13,7 +13,6 @@ import (
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
-	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -79,7 +78,7 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 		}
 		return nil, err
 	}
-	t := &zoneTarget{cluster: &cluster, zoneName: records.CanonicalZone(string(zone.Spec.ZoneName))}
+	t := &zoneTarget{cluster: &cluster, zoneName: string(zone.Spec.ZoneName)}
 	if zone.Spec.ViewRef != nil {
 		t.view = zone.Spec.ViewRef.Name
 	}

@@ -106,7 +106,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 		}
 		return ctrl.Result{}, err
 	}
-	zoneName := records.CanonicalZone(string(zone.Spec.ZoneName))
+	zoneName := string(zone.Spec.ZoneName)
 	if owner, err := r.claimant(ctx, rec, &zone); err != nil {
 		return ctrl.Result{}, err
 	} else if owner != "" {
@@ -220,7 +220,7 @@ func (r *DNSRecordReconciler) refused(rec *bindv1alpha1.DNSRecord, status *bindv
 // claimant returns who else owns this name and type, or "": a record set in
 // the BindZone itself, or an older DNSRecord (creation time, then name).
 func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DNSRecord, zone *bindv1alpha1.BindZone) (string, error) {
-	zoneName := records.CanonicalZone(string(zone.Spec.ZoneName))
+	zoneName := string(zone.Spec.ZoneName)
 	name, err := records.RelativeName(zoneName, string(rec.Spec.Name))
 	if err != nil {
 		return "", nil // reported by CanonicalizeSet
@@ -296,7 +296,7 @@ func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.
 		return err
 	}
 	rrset := dnsclient.RRSet{Name: rec.Status.FQDN, Type: dns.StringToType[string(rec.Spec.Type)]}
-	err = r.Updates.Submit(ctx, srv, records.CanonicalZone(string(zone.Spec.ZoneName)),
+	err = r.Updates.Submit(ctx, srv, string(zone.Spec.ZoneName),
 		dnsclient.Change{Op: dnsclient.Delete, Set: rrset, Prev: rec.Status.AppliedValues})
 	var rc *dnsclient.RcodeError
 	if errors.As(err, &rc) && rc.Rcode == dns.RcodeNXRrset {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // writeCatalogZones declares the catalog zones. On the primary a catalog is
@@ -54,7 +55,7 @@ func catalogSeed(zone string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "; Seed of catalog zone %s. Copied into the data volume only when missing; rendered by bind-operator.\n", zone)
 	b.WriteString("$TTL 0\n")
-	fmt.Fprintf(&b, "$ORIGIN %s\n", fqdn(zone))
+	fmt.Fprintf(&b, "$ORIGIN %s\n", records.ZoneFQDN(zone))
 	b.WriteString("@\tIN\tSOA\tinvalid. hostmaster.invalid. 1 300 60 1209600 60\n")
 	b.WriteString("@\tIN\tNS\tinvalid.\n")
 	b.WriteString("version\tIN\tTXT\t\"2\"\n")

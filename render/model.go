@@ -185,7 +185,7 @@ func (m *model) placement(what string, ref *bindv1alpha1.LocalObjectReference) (
 
 func (m *model) loadCatalogs() error {
 	cats := byName(m.in.Catalogs, func(c *bindv1alpha1.BindCatalogZone) (string, string) {
-		return canonicalZone(string(c.Spec.ZoneName)), c.Name
+		return string(c.Spec.ZoneName), c.Name
 	})
 	notify := map[string]bool{}
 	for _, c := range cats {
@@ -200,7 +200,7 @@ func (m *model) loadCatalogs() error {
 		if m.primary == "" {
 			return fmt.Errorf("%s needs the primary Service's ClusterIP to render the secondaries' transfers, and the primary Service has none yet; wait for it or check the Service", what)
 		}
-		name := canonicalZone(string(c.Spec.ZoneName))
+		name := string(c.Spec.ZoneName)
 		if name == "." {
 			return fmt.Errorf("%s: the root zone cannot be a catalog zone", what)
 		}
@@ -285,7 +285,7 @@ func (m *model) remoteServer(what string, p bindv1alpha1.RemoteServer) (string, 
 
 func (m *model) loadZones() error {
 	zones := byName(m.in.Zones, func(z *bindv1alpha1.BindZone) (string, string) {
-		return canonicalZone(string(z.Spec.ZoneName)), z.Name
+		return string(z.Spec.ZoneName), z.Name
 	})
 	policies := map[string]*bindv1alpha1.BindDNSSECPolicy{}
 	for i := range m.in.DNSSECPolicies {
@@ -295,7 +295,7 @@ func (m *model) loadZones() error {
 	used := map[string]bool{}
 	for _, z := range zones {
 		what := "BindZone " + z.Name
-		name := canonicalZone(string(z.Spec.ZoneName))
+		name := string(z.Spec.ZoneName)
 		if err := safeName(what+" zone name", name); err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // quote returns s as a quoted named.conf string. CRD schemas and webhooks
@@ -32,35 +31,20 @@ func safeName(what, s string) error {
 	return nil
 }
 
-// canonicalZone is the form zone names take everywhere in the output:
-// lowercase, no trailing dot, "." for the root. The webhook lowercases names
-// already; doing it again here keeps the render canonical regardless.
-func canonicalZone(name string) string {
-	n := strings.ToLower(strings.TrimSuffix(name, "."))
-	if n == "" {
-		return "."
-	}
-	return n
-}
-
-// fqdn is name with exactly one trailing dot.
-func fqdn(name string) string {
-	n := canonicalZone(name)
-	if n == "." {
-		return "."
-	}
-	return n + "."
-}
+// Zone names and the other names of the objects arrive in the canonical
+// form the webhooks store (package records: lowercase, no trailing dot,
+// "." for the root) and are used as they are; records.ZoneFQDN adds the
+// dot where BIND wants an absolute name. quote and safeName still refuse
+// anything that could escape named.conf.
 
 // zoneStem is the file name stem of a zone. The root has no name of its
 // own; "_root" cannot clash with a real zone a cluster would serve (a label
 // starting with "_" is never a TLD).
 func zoneStem(name string) string {
-	n := canonicalZone(name)
-	if n == "." {
+	if name == "." {
 		return "_root"
 	}
-	return n
+	return name
 }
 
 // checkAddress accepts an IP address or CIDR prefix and returns it in its

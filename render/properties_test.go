@@ -399,7 +399,7 @@ func TestZoneClause(t *testing.T) {
 			}
 			continue
 		}
-		name := canonicalZone(string(z.Spec.ZoneName))
+		name := string(z.Spec.ZoneName)
 		cl, err := zc.Clause(z, ZoneRolePrimary, []string{"198.18.7.12", "198.18.7.11", "198.18.7.12"})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // policyDef is a BindPolicy rendered into an RPZ zone. The zone is a
@@ -30,7 +31,7 @@ func (m *model) loadPolicies() error {
 	slices.SortStableFunc(pols, func(a, b *bindv1alpha1.BindPolicy) int { return cmp.Compare(a.Spec.Order, b.Spec.Order) })
 	for _, p := range pols {
 		what := "BindPolicy " + p.Name
-		zone := canonicalZone(string(p.Spec.ZoneName))
+		zone := string(p.Spec.ZoneName)
 		if zone == "." {
 			return fmt.Errorf("%s: the root zone cannot be a response policy zone; use a name such as rpz.example.internal", what)
 		}
@@ -167,7 +168,7 @@ func rpzZoneFile(what, zone string, p *bindv1alpha1.BindPolicy) (string, error) 
 			if r.RedirectTo == "" {
 				return "", fmt.Errorf("%s: a Redirect rule needs redirectTo", rw)
 			}
-			target = fqdn(string(r.RedirectTo))
+			target = records.ZoneFQDN(string(r.RedirectTo))
 			if err := safeName(rw+" redirectTo", target); err != nil {
 				return "", err
 			}
@@ -223,7 +224,7 @@ func rpzOwner(what string, r bindv1alpha1.RPZRule) (string, error) {
 }
 
 func rpzName(what, s string) (string, error) {
-	n := canonicalZone(s)
+	n := s
 	if n == "." {
 		return "", fmt.Errorf("%s cannot match the root name", what)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // SeedRefresh is the SOA refresh of a seed whose zone sets none: the API's
@@ -31,7 +32,7 @@ func SeedZone(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int32) stri
 // lies inside the zone. Invalid addresses are skipped. Addresses are sorted,
 // so the seed does not depend on their order.
 func SeedZoneWithGlue(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int32, glue []string) string {
-	origin := fqdn(zoneName)
+	origin := records.ZoneFQDN(zoneName)
 	if soa == nil {
 		soa = &bindv1alpha1.SOASpec{}
 	}
@@ -43,11 +44,11 @@ func SeedZoneWithGlue(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int
 	}
 	mname := sub("ns1")
 	if soa.PrimaryNameServer != "" {
-		mname = fqdn(string(soa.PrimaryNameServer))
+		mname = records.ZoneFQDN(string(soa.PrimaryNameServer))
 	}
 	rname := sub(bindv1alpha1.DefaultSOAResponsiblePerson)
 	if soa.ResponsiblePerson != "" {
-		rname = fqdn(string(soa.ResponsiblePerson))
+		rname = records.ZoneFQDN(string(soa.ResponsiblePerson))
 	}
 	if defaultTTL <= 0 {
 		defaultTTL = bindv1alpha1.DefaultTTL

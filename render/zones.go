@@ -15,7 +15,7 @@ import (
 // (each pod transfers from the external primaries itself).
 func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 	what := "BindZone " + z.Name
-	name := canonicalZone(string(z.Spec.ZoneName))
+	name := string(z.Spec.ZoneName)
 	c.blank()
 	c.open("zone %s {", c.q("zone name", name))
 	switch z.Spec.Type {
@@ -136,7 +136,7 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 	if zone.Spec.Type != bindv1alpha1.ZonePrimary && zone.Spec.Type != "" {
 		return "", fmt.Errorf("%s is a %s zone, which lives in named.conf, not in a runtime clause", what, zone.Spec.Type)
 	}
-	name := canonicalZone(string(zone.Spec.ZoneName))
+	name := string(zone.Spec.ZoneName)
 	v, err := m.placement(what, zone.Spec.ViewRef)
 	if err != nil {
 		return "", err

@@ -91,33 +91,21 @@ func (w *BindPolicyWebhook) validate(ctx context.Context, p *v1alpha1.BindPolicy
 }
 
 // ValidateBindPolicySpec checks a policy spec without other objects, where
-// the CRD cannot: prefixes without host bits, the length of name matches,
-// no two rules for one match and trigger once canonicalised (the CRD's
-// list-map key compares raw strings).
+// the CRD cannot: prefixes without host bits and the length of name
+// matches. Two rules for one match and trigger are the CRD's list-map
+// rule, which sees the matches canonical (the mutating webhook runs first).
 func ValidateBindPolicySpec(s *v1alpha1.BindPolicySpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	seen := map[string]int{}
 	for i, r := range s.Rules {
 		rp := fldPath.Child("rules").Index(i)
-		trigger := r.Trigger
-		if trigger == "" {
-			trigger = v1alpha1.DefaultRPZTrigger
-		}
-		m := canonicalMatch(trigger, r.Match)
-		switch trigger {
+		switch r.Trigger {
 		case v1alpha1.TriggerClientIP, v1alpha1.TriggerResponseIP, v1alpha1.TriggerNSIP:
-			if pf, err := netip.ParsePrefix(m); err == nil && pf.Masked() != pf {
+			if pf, err := netip.ParsePrefix(r.Match); err == nil && pf.Masked() != pf {
 				errs = append(errs, field.Invalid(rp.Child("match"), r.Match, fmt.Sprintf("the prefix has host bits set; write %s", pf.Masked())))
 			}
 		default:
-			errs = append(errs, ValidateDomainName(strings.TrimPrefix(m, "*."), rp.Child("match"))...)
+			errs = append(errs, ValidateDomainName(strings.TrimPrefix(r.Match, "*."), rp.Child("match"))...)
 		}
-		k := string(trigger) + "/" + m
-		if j, dup := seen[k]; dup {
-			errs = append(errs, field.Duplicate(rp.Child("match"), fmt.Sprintf("%s (same %s rule as rules[%d]); keep one rule per match", m, trigger, j)))
-			continue
-		}
-		seen[k] = i
 	}
 	return errs
 }

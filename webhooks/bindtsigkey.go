@@ -101,7 +101,7 @@ func (w *BindTSIGKeyWebhook) validate(ctx context.Context, oldK, k *v1alpha1.Bin
 // the offending key's path.
 func ValidateBindTSIGKeySpec(s *v1alpha1.BindTSIGKeySpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	kn := records.CanonicalZone(string(s.KeyName))
+	kn := string(s.KeyName)
 	if why, ok := v1alpha1.ReservedTSIGKeyNames[kn]; ok {
 		errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, fmt.Sprintf("%q is reserved (%s); choose another keyName", kn, why)))
 	}

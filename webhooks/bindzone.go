@@ -76,7 +76,7 @@ func (w *BindZoneWebhook) validate(ctx context.Context, z *v1alpha1.BindZone) (a
 // MNAME's address, and the address and server lists.
 func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	zone := records.CanonicalZone(string(s.ZoneName))
+	zone := string(s.ZoneName)
 	if len(s.Records) > 0 {
 		rp := fldPath.Child("records")
 		canon, recErrs := records.Canonicalize(zone, s.Records, v1alpha1.DefaultTTL, rp)
@@ -161,14 +161,15 @@ func viewName(r *v1alpha1.LocalObjectReference) string {
 // refuses a config that declares a zone twice, so the second object would
 // break the whole cluster's config, not just itself.
 func zoneNameTaken(ctx context.Context, f refs, cluster, view, zoneName, selfKind, selfName string, p *field.Path, warns *admission.Warnings) field.ErrorList {
-	zn := records.CanonicalZone(zoneName)
+	// Every object's zoneName is stored canonical, and this one's was
+	// canonicalised by its mutating webhook: names compare as they are.
 	taken := func(kind, name string) *field.Error {
-		return field.Duplicate(p, fmt.Sprintf("%s (already served on cluster %q by %s %q); a cluster serves each zone once, choose another name", zn, cluster, kind, name))
+		return field.Duplicate(p, fmt.Sprintf("%s (already served on cluster %q by %s %q); a cluster serves each zone once, choose another name", zoneName, cluster, kind, name))
 	}
 	var zones v1alpha1.BindZoneList
 	if f.list(ctx, &zones, warns) {
 		for _, o := range zones.Items {
-			if (selfKind == "BindZone" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || records.CanonicalZone(string(o.Spec.ZoneName)) != zn {
+			if (selfKind == "BindZone" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || string(o.Spec.ZoneName) != zoneName {
 				continue
 			}
 			if selfKind != "BindZone" || viewName(o.Spec.ViewRef) == view {
@@ -179,7 +180,7 @@ func zoneNameTaken(ctx context.Context, f refs, cluster, view, zoneName, selfKin
 	var cats v1alpha1.BindCatalogZoneList
 	if f.list(ctx, &cats, warns) {
 		for _, o := range cats.Items {
-			if (selfKind == "BindCatalogZone" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || records.CanonicalZone(string(o.Spec.ZoneName)) != zn {
+			if (selfKind == "BindCatalogZone" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || string(o.Spec.ZoneName) != zoneName {
 				continue
 			}
 			return field.ErrorList{taken("BindCatalogZone", o.Name)}
@@ -188,7 +189,7 @@ func zoneNameTaken(ctx context.Context, f refs, cluster, view, zoneName, selfKin
 	var pols v1alpha1.BindPolicyList
 	if f.list(ctx, &pols, warns) {
 		for _, o := range pols.Items {
-			if (selfKind == "BindPolicy" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || records.CanonicalZone(string(o.Spec.ZoneName)) != zn {
+			if (selfKind == "BindPolicy" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || string(o.Spec.ZoneName) != zoneName {
 				continue
 			}
 			return field.ErrorList{taken("BindPolicy", o.Name)}

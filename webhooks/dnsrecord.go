@@ -143,18 +143,18 @@ func validateAgainstZone(r *v1alpha1.DNSRecord, z *v1alpha1.BindZone, spec *fiel
 	if z.Spec.UpdateKeyRef == nil {
 		*warns = append(*warns, fmt.Sprintf("spec.zoneRef: BindZone %q has no updateKeyRef; DNSRecords are sent as UPDATEs signed with that key, so set spec.updateKeyRef on the zone", z.Name))
 	}
-	zone := string(z.Spec.ZoneName)
-	name, err := records.RelativeName(zone, string(r.Spec.Name))
+	// The zone's records are stored canonical; the record's name is too,
+	// unless its zone appeared only after it was defaulted.
+	name, err := records.RelativeName(string(z.Spec.ZoneName), string(r.Spec.Name))
 	if err != nil {
 		return nil // reported by ValidateDNSRecordSpec
 	}
-	typ := strings.ToUpper(string(r.Spec.Type))
+	typ := r.Spec.Type
 	for _, s := range z.Spec.Records {
-		sn, err := records.RelativeName(zone, string(s.Name))
-		if err != nil || sn != name {
+		if string(s.Name) != name {
 			continue
 		}
-		st := strings.ToUpper(string(s.Type))
+		st := s.Type
 		switch {
 		case st == typ:
 			errs = append(errs, field.Duplicate(spec.Child("name"), fmt.Sprintf("%s %s is already declared in BindZone %q spec.records; manage it in one place", name, typ, z.Name)))

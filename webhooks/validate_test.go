@@ -330,15 +330,6 @@ func TestValidateBindPolicySpec(t *testing.T) {
 			{Match: "192.0.2.0/24", Trigger: v1alpha1.TriggerClientIP, Action: v1alpha1.ActionDrop},
 			{Match: "2001:db8::1", Trigger: v1alpha1.TriggerResponseIP, Action: v1alpha1.ActionNODATA},
 		}, nil},
-		{"the same rule twice once canonical", []v1alpha1.RPZRule{
-			{Match: "ads.example", Trigger: v1alpha1.TriggerQName, Action: v1alpha1.ActionNXDOMAIN},
-			{Match: "ADS.example.", Trigger: v1alpha1.TriggerQName, Action: v1alpha1.ActionDrop},
-			{Match: "2001:db8::/32", Trigger: v1alpha1.TriggerClientIP, Action: v1alpha1.ActionDrop},
-			{Match: "2001:DB8:0::/32", Trigger: v1alpha1.TriggerClientIP, Action: v1alpha1.ActionDrop},
-		}, field.ErrorList{
-			field.Duplicate(rules.Index(1).Child("match"), "ads.example (same QName rule as rules[0]); keep one rule per match"),
-			field.Duplicate(rules.Index(3).Child("match"), "2001:db8::/32 (same ClientIP rule as rules[2]); keep one rule per match"),
-		}},
 		{"prefix with host bits", []v1alpha1.RPZRule{{Match: "192.0.2.1/24", Trigger: v1alpha1.TriggerNSIP, Action: v1alpha1.ActionDrop}}, field.ErrorList{
 			field.Invalid(rules.Index(0).Child("match"), "192.0.2.1/24", "the prefix has host bits set; write 192.0.2.0/24"),
 		}},

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // Limits on names, as DNS (RFC 1035) and Kubernetes object names allow.
@@ -42,14 +44,21 @@ func IsValidation(err error) bool {
 	return errors.As(err, &e)
 }
 
-// ZoneName checks a zone name and returns its canonical form: lowercase,
-// without the trailing dot. Labels are letters, digits, '-' and '_' (the
+// ZoneName checks a zone name and returns its canonical form
+// (records.CanonicalZone: lowercase, without the trailing dot). The
+// operator sends names in that form already; the agent checks them anyway,
+// as input from the network. Labels are letters, digits, '-' and '_' (the
 // underscore appears in service zones such as _msdcs); '/' (RFC 2317
 // classless reverse zones) is refused because the name becomes a file name.
 // The root zone is refused: the agent only manages zones below it.
 func ZoneName(name string) (string, error) {
-	n := strings.ToLower(strings.TrimSuffix(name, "."))
-	if n == "" {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return "", fail("zone", "name %q contains %q; only letters, digits, '-', '_' and '.' are allowed", clip(name), rune(c))
+		}
+	}
+	n := records.CanonicalZone(name)
+	if n == "" || n == "." {
 		return "", fail("zone", "name is empty (the root zone is not managed through the agent)")
 	}
 	if len(n) > MaxZoneNameLength {
@@ -61,12 +70,6 @@ func ZoneName(name string) (string, error) {
 		}
 		if len(label) > MaxLabelLength {
 			return "", fail("zone", "name has a label longer than %d characters", MaxLabelLength)
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !isAlnum(c) && c != '-' && c != '_' {
-				return "", fail("zone", "name %q contains %q; only letters, digits, '-', '_' and '.' are allowed", clip(name), rune(c))
-			}
 		}
 	}
 	return n, nil

@@ -21,7 +21,7 @@ func TestZoneName(t *testing.T) {
 	}
 	for _, bad := range []string{
 		"", ".", "a..b", `a"b`, "a b", "a;b", "a{b", "a}b", "a/b", "../etc", "a\nb", "a\x00b",
-		strings.Repeat("a", 64) + ".test", strings.Repeat("a.", 127) + "aa", "é.test", "a\\b", "a'b",
+		strings.Repeat("a", 64) + ".test", strings.Repeat("a.", 127) + "aa", "é.test", "a\\b", "a'b", " a.test", "a.test ",
 	} {
 		if _, err := ZoneName(bad); err == nil || !IsValidation(err) {
 			t.Errorf("ZoneName(%q) accepted", bad)
