@@ -1,9 +1,12 @@
 package validate
 
 import (
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"git.unkin.net/unkin/bind-operator/internal/namedconf"
 )
 
 // Limits on a clause. A runtime zone clause is a few hundred bytes; the
@@ -55,29 +58,37 @@ var pathOptions = map[string]bool{
 // directory every file the clause names must lie in (absolute; "" skips the
 // check, for callers that only compare clauses).
 //
-// The clause must be exactly one balanced `{ ... };` block of statements:
-// no comments, no backslashes, no control characters, no non-ASCII, quoted
-// strings without newlines, no forbidden statement anywhere, nesting at
-// most MaxClauseDepth deep, and exactly one `type` statement.
+// The clause must be exactly one balanced `{ ... };` block of statements
+// that internal/namedconf lexes (no comments, no backslashes, no control
+// characters, no non-ASCII, quoted strings without newlines), with no
+// forbidden statement anywhere, nesting at most MaxClauseDepth deep, and
+// exactly one `type` statement.
 func ParseClause(clause, dataDir string) (*Clause, error) {
 	if len(clause) > MaxClauseLength {
 		return nil, fail("clause", "is %d bytes long, the limit is %d", len(clause), MaxClauseLength)
 	}
-	toks, err := tokenize(clause)
+	toks, err := namedconf.Lex(clause)
 	if err != nil {
-		return nil, err
+		var le *namedconf.Error
+		if errors.As(err, &le) {
+			return nil, fail("clause", "%s (byte %d)", le.Reason, le.Pos)
+		}
+		return nil, fail("clause", "%v", err)
 	}
-	if len(toks) < 3 || toks[0].kind != '{' || toks[len(toks)-1].kind != ';' || toks[len(toks)-2].kind != '}' {
+	if len(toks) > MaxClauseTokens {
+		return nil, fail("clause", "has more than %d tokens", MaxClauseTokens)
+	}
+	if len(toks) < 3 || toks[0].Kind != namedconf.Open || toks[len(toks)-1].Kind != namedconf.Semi || toks[len(toks)-2].Kind != namedconf.Close {
 		return nil, fail("clause", "must be a single block of the form `{ type primary; file \"...\"; };`")
 	}
 	// Walk the block: depth must return to zero only at the final "}",
 	// and statements must end with ';' at every level.
 	depth := 0
-	var stmts [][]token
-	var cur []token
+	var stmts [][]namedconf.Token
+	var cur []namedconf.Token
 	for i, t := range toks[:len(toks)-1] { // without the final ';'
-		switch t.kind {
-		case '{':
+		switch t.Kind {
+		case namedconf.Open:
 			depth++
 			if depth > MaxClauseDepth {
 				return nil, fail("clause", "nests blocks more than %d deep", MaxClauseDepth)
@@ -85,7 +96,7 @@ func ParseClause(clause, dataDir string) (*Clause, error) {
 			if depth == 1 {
 				continue
 			}
-		case '}':
+		case namedconf.Close:
 			depth--
 			if depth < 0 {
 				return nil, fail("clause", "has an unbalanced '}'")
@@ -99,22 +110,22 @@ func ParseClause(clause, dataDir string) (*Clause, error) {
 				}
 				continue
 			}
-			if i+1 >= len(toks) || toks[i+1].kind != ';' {
+			if i+1 >= len(toks) || toks[i+1].Kind != namedconf.Semi {
 				return nil, fail("clause", "a '}' must be followed by ';'")
 			}
-		case 'w', 's':
+		case namedconf.Word, namedconf.String:
 			if depth == 0 {
 				return nil, fail("clause", "has text outside its block")
 			}
-			if t.kind == 'w' && forbiddenWords[strings.ToLower(t.val)] {
-				return nil, fail("clause", "may not contain %q", clip(t.val))
+			if t.Kind == namedconf.Word && forbiddenWords[strings.ToLower(t.Text)] {
+				return nil, fail("clause", "may not contain %q", clip(t.Text))
 			}
 		}
 		if depth == 0 {
 			return nil, fail("clause", "has text outside its block")
 		}
 		cur = append(cur, t)
-		if t.kind == ';' && depth == 1 {
+		if t.Kind == namedconf.Semi && depth == 1 {
 			if len(cur) == 1 {
 				return nil, fail("clause", "has an empty statement")
 			}
@@ -128,10 +139,10 @@ func ParseClause(clause, dataDir string) (*Clause, error) {
 
 	c := &Clause{Text: clause}
 	for _, s := range stmts {
-		if s[0].kind != 'w' {
+		if s[0].Kind != namedconf.Word {
 			return nil, fail("clause", "statement %q must start with an option name", clip(join(s)))
 		}
-		name := strings.ToLower(s[0].val)
+		name := strings.ToLower(s[0].Text)
 		switch {
 		case name == "type":
 			if c.Type != "" {
@@ -140,16 +151,16 @@ func ParseClause(clause, dataDir string) (*Clause, error) {
 			if len(s) != 3 {
 				return nil, fail("clause", "type statement must be `type <primary|secondary|...>;`")
 			}
-			typ, ok := zoneTypes[strings.ToLower(s[1].val)]
+			typ, ok := zoneTypes[strings.ToLower(s[1].Text)]
 			if !ok {
-				return nil, fail("clause", "zone type %q is not allowed at runtime", clip(s[1].val))
+				return nil, fail("clause", "zone type %q is not allowed at runtime", clip(s[1].Text))
 			}
 			c.Type = typ
 		case pathOptions[name]:
-			if len(s) != 3 || s[1].kind != 's' {
+			if len(s) != 3 || s[1].Kind != namedconf.String {
 				return nil, fail("clause", "%s must be `%s \"<path>\";`", name, name)
 			}
-			p := s[1].val
+			p := s[1].Text
 			if dataDir != "" && !within(dataDir, p) {
 				return nil, fail("clause", "%s %q lies outside the data directory %s", name, clip(p), dataDir)
 			}
@@ -198,17 +209,17 @@ func ParseShowzone(text string) (*Clause, error) {
 	return ParseClause(strings.TrimSpace(text[i:]), "")
 }
 
-func canonicalStatement(s []token) string {
+func canonicalStatement(s []namedconf.Token) string {
 	var b strings.Builder
 	for i, t := range s {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		v := t.val
-		if t.kind == 'w' {
+		v := t.Text
+		if t.Kind == namedconf.Word {
 			v = strings.ToLower(v)
 		}
-		if i == 1 && strings.EqualFold(s[0].val, "type") {
+		if i == 1 && strings.EqualFold(s[0].Text, "type") {
 			if typ, ok := zoneTypes[strings.ToLower(v)]; ok {
 				v = typ
 			}
@@ -218,10 +229,10 @@ func canonicalStatement(s []token) string {
 	return b.String()
 }
 
-func join(ts []token) string {
+func join(ts []namedconf.Token) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		parts[i] = t.val
+		parts[i] = t.Text
 	}
 	return strings.Join(parts, " ")
 }

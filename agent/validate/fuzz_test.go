@@ -3,6 +3,8 @@ package validate
 import (
 	"strings"
 	"testing"
+
+	"git.unkin.net/unkin/bind-operator/internal/namedconf"
 )
 
 // FuzzClause: no input panics the checkers, and whatever ParseClause
@@ -37,10 +39,10 @@ func FuzzClause(f *testing.F) {
 				t.Fatalf("accepted clause contains %q: %q", bad, c.Text)
 			}
 		}
-		toks, _ := tokenize(c.Text)
+		toks, _ := namedconf.Lex(c.Text)
 		for _, tk := range toks {
-			if tk.kind == 'w' && (forbiddenWords[strings.ToLower(tk.val)] || strings.Contains(tk.val, "//") || strings.Contains(tk.val, "/*")) {
-				t.Fatalf("accepted clause contains the word %q", tk.val)
+			if tk.Kind == namedconf.Word && (forbiddenWords[strings.ToLower(tk.Text)] || strings.Contains(tk.Text, "//") || strings.Contains(tk.Text, "/*")) {
+				t.Fatalf("accepted clause contains the word %q", tk.Text)
 			}
 		}
 		if !c.Equal(c) {
