@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -20,6 +21,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 func TestClusterOwnsItsObjects(t *testing.T) {
@@ -41,7 +43,7 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 	}
 
 	var cm corev1.ConfigMap
-	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
 	for _, k := range []string{"named.conf.primary", "named.conf.secondary", "entrypoint.sh"} {
 		if cm.Data[k] == "" {
 			t.Errorf("ConfigMap lacks %s", k)
@@ -51,7 +53,7 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 		t.Errorf("secondaries must accept NOTIFYs signed with the transfer key:\n%s", cm.Data["named.conf.secondary"])
 	}
 	var secret corev1.Secret
-	must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
 	if len(secret.Data["keys.conf"]) == 0 || len(secret.Data["control.conf"]) == 0 {
 		t.Errorf("keys Secret lacks keys.conf or control.conf: %v", keysOf(secret.Data))
 	}
@@ -66,7 +68,7 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 		}
 	}
 	var caSecret corev1.Secret
-	must(t, k8sClient.Get(ctx, f.key("dns-agent-ca"), &caSecret))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns-agent-ca"), &caSecret))
 	if _, err := agent.ClientTLSConfig(caSecret.Data[agent.FileCA], caSecret.Data[agent.FileClientCert], caSecret.Data[agent.FileClientKey]); err != nil {
 		t.Errorf("the operator's agent client material is unusable: %v", err)
 	}
@@ -80,13 +82,13 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 	owned := []client.Object{&cm, &secret, &caSecret, sts}
 	for _, name := range []string{"dns", "dns-primary", "dns-pods"} {
 		var svc corev1.Service
-		must(t, k8sClient.Get(ctx, f.key(name), &svc))
+		testkit.Must(t, k8sClient.Get(ctx, f.key(name), &svc))
 		owned = append(owned, &svc)
 	}
 	var pdb policyv1.PodDisruptionBudget
-	must(t, k8sClient.Get(ctx, f.key("dns"), &pdb))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns"), &pdb))
 	var np networkingv1.NetworkPolicy
-	must(t, k8sClient.Get(ctx, f.key("dns"), &np))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns"), &np))
 	owned = append(owned, &pdb, &np)
 	for _, o := range owned {
 		if !metav1.IsControlledBy(o, cluster) {
@@ -95,13 +97,14 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 	}
 
 	var primary corev1.Service
-	must(t, k8sClient.Get(ctx, f.key("dns-primary"), &primary))
-	f.eventually("status.primaryAddress and ConfigValid", func() (bool, error) {
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns-primary"), &primary))
+	f.g.Eventually(func(g Gomega) {
 		c := f.getCluster()
-		return c.Status.PrimaryAddress == primary.Spec.ClusterIP &&
-			meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionConfigValid) &&
-			c.Status.ConfigHash == f.hash() && c.Status.ObservedGeneration == c.Generation, nil
-	})
+		g.Expect(c.Status.PrimaryAddress).To(Equal(primary.Spec.ClusterIP))
+		g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionConfigValid)).To(BeTrue(), "ConfigValid")
+		g.Expect(c.Status.ConfigHash).To(Equal(f.hash()))
+		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+	}).Should(Succeed(), "status.primaryAddress and ConfigValid")
 	if !strings.Contains(cm.Data["named.conf.secondary"], primary.Spec.ClusterIP) {
 		t.Errorf("secondaries should transfer from the primary Service ClusterIP %s", primary.Spec.ClusterIP)
 	}
@@ -122,13 +125,13 @@ func TestHashIgnoresPrimaryPodIP(t *testing.T) {
 	for _, ip := range []string{"198.18.0.10", "198.18.0.11", "198.18.7.200"} {
 		pod.Status.PodIP = ip
 		pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-		must(t, k8sClient.Status().Update(ctx, pod))
+		testkit.Must(t, k8sClient.Status().Update(ctx, pod))
 		after := f.settle()
 		if after != before {
 			t.Fatalf("pod IP %s changed the config hash: %s -> %s", ip, before, after)
 		}
 		var cm corev1.ConfigMap
-		must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+		testkit.Must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
 		for k, v := range cm.Data {
 			if strings.Contains(v, ip) {
 				t.Fatalf("%s names the pod IP %s: restart-scoped config may only name stable addresses", k, ip)
@@ -209,11 +212,11 @@ func (f *fixture) ownedVersions() map[string]string {
 		"dns-config": &corev1.ConfigMap{}, "dns-keys": &corev1.Secret{}, "dns-agent-ca": &corev1.Secret{},
 		"dns": &corev1.Service{}, "dns-primary": &corev1.Service{}, "dns-pods": &corev1.Service{},
 	} {
-		must(f.t, k8sClient.Get(ctx, f.key(name), obj))
+		testkit.Must(f.t, k8sClient.Get(ctx, f.key(name), obj))
 		out[fmt.Sprintf("%T/%s", obj, name)] = obj.GetResourceVersion()
 	}
 	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}} {
-		must(f.t, k8sClient.Get(ctx, f.key("dns"), obj))
+		testkit.Must(f.t, k8sClient.Get(ctx, f.key("dns"), obj))
 		out[fmt.Sprintf("%T/dns", obj)] = obj.GetResourceVersion()
 	}
 	return out
@@ -224,9 +227,9 @@ func TestHashChangesOnceOnKeyOrACLChange(t *testing.T) {
 	before := f.settle()
 
 	var acl v1.BindACL
-	must(t, k8sClient.Get(ctx, f.key("clients"), &acl))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("clients"), &acl))
 	acl.Spec.Entries = append(acl.Spec.Entries, v1.AddressMatchElement{Address: "2001:db8::/32"})
-	must(t, k8sClient.Update(ctx, &acl))
+	testkit.Must(t, k8sClient.Update(ctx, &acl))
 	afterACL := f.settle()
 	if afterACL == before {
 		t.Fatal("changing a referenced ACL did not change the config hash")
@@ -234,9 +237,9 @@ func TestHashChangesOnceOnKeyOrACLChange(t *testing.T) {
 	gen := f.statefulSet().Generation
 
 	var secret corev1.Secret
-	must(t, k8sClient.Get(ctx, f.key("transfer-tsig"), &secret))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("transfer-tsig"), &secret))
 	secret.Data[v1.TSIGSecretKey] = []byte("bmV3LW5ldy1uZXctbmV3LW5ldy1uZXctbmV3LW5ldy0=")
-	must(t, k8sClient.Update(ctx, &secret))
+	testkit.Must(t, k8sClient.Update(ctx, &secret))
 	afterKey := f.settle()
 	if afterKey == afterACL {
 		t.Fatal("changing the TSIG key material did not change the config hash")
@@ -256,43 +259,40 @@ func TestRejectedConfigNeverRolls(t *testing.T) {
 	f := newFixture(t)
 	before := f.settle()
 	var cmBefore corev1.ConfigMap
-	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cmBefore))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns-config"), &cmBefore))
 
 	// The schema admits any statement text; only named-checkconf (and the
 	// validating webhook, not installed here) knows this one is broken.
 	updateLatest(t, f.key("dns"), &v1.BindCluster{}, func(c *v1.BindCluster) { c.Spec.ExtraOptions = []string{"notify-rate fast;"} })
 
-	f.eventually("ConfigValid=False with the checker's message", func() (bool, error) {
+	f.g.Eventually(func(g Gomega) {
 		cond := meta.FindStatusCondition(f.getCluster().Status.Conditions, v1.ConditionConfigValid)
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == v1.ReasonCheckFailed &&
-			strings.Contains(cond.Message, "notify-rate"), nil
-	})
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(cond.Reason).To(Equal(v1.ReasonCheckFailed))
+		g.Expect(cond.Message).To(ContainSubstring("notify-rate"))
+	}).Should(Succeed(), "ConfigValid=False with the checker's message")
 	if h := f.hash(); h != before {
 		t.Fatalf("a rejected config reached the StatefulSet: %s -> %s", before, h)
 	}
 	var cm corev1.ConfigMap
-	must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
 	if cm.ResourceVersion != cmBefore.ResourceVersion {
 		t.Fatal("a rejected config replaced the ConfigMap")
 	}
-	var events corev1.EventList
-	f.eventually("a warning event", func() (bool, error) {
-		if err := k8sClient.List(ctx, &events, client.InNamespace(f.ns)); err != nil {
-			return false, err
-		}
-		for _, e := range events.Items {
-			if e.Reason == v1.ReasonCheckFailed && e.Type == corev1.EventTypeWarning {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	f.g.Eventually(func(g Gomega) []corev1.Event {
+		var events corev1.EventList
+		g.Expect(k8sClient.List(ctx, &events, client.InNamespace(f.ns))).To(Succeed())
+		return events.Items
+	}).Should(ContainElement(And(
+		HaveField("Reason", v1.ReasonCheckFailed), HaveField("Type", corev1.EventTypeWarning),
+	)), "a warning event")
 
 	// Fixing the option rolls once more and clears the condition.
 	updateLatest(t, f.key("dns"), &v1.BindCluster{}, func(c *v1.BindCluster) { c.Spec.ExtraOptions = []string{"tcp-clients 200;"} })
-	f.eventually("ConfigValid=True again", func() (bool, error) {
-		return meta.IsStatusConditionTrue(f.getCluster().Status.Conditions, v1.ConditionConfigValid), nil
-	})
+	f.g.Eventually(func() bool {
+		return meta.IsStatusConditionTrue(f.getCluster().Status.Conditions, v1.ConditionConfigValid)
+	}).Should(BeTrue(), "ConfigValid=True again")
 	if f.settle() == before {
 		t.Fatal("the fixed option did not reach the StatefulSet")
 	}
@@ -306,7 +306,7 @@ func TestTransferAddressPrefersClusterIP(t *testing.T) {
 	}
 	f.create(pod)
 	pod.Status.PodIP = "198.18.3.3"
-	must(t, k8sClient.Status().Update(ctx, pod))
+	testkit.Must(t, k8sClient.Status().Update(ctx, pod))
 	cluster := f.getCluster()
 
 	got, err := controllers.TransferAddress(ctx, k8sClient, cluster, "198.19.0.77")
@@ -317,11 +317,10 @@ func TestTransferAddressPrefersClusterIP(t *testing.T) {
 	if err != nil || got != "198.18.3.3" {
 		t.Errorf("without a ClusterIP: got %q, %v; want the primary pod IP", got, err)
 	}
-	must(t, k8sClient.Delete(ctx, pod))
-	f.eventually("the pod to go", func() (bool, error) {
-		got, err = controllers.TransferAddress(ctx, k8sClient, cluster, "")
-		return got == "", err
-	})
+	testkit.Must(t, k8sClient.Delete(ctx, pod))
+	f.g.Eventually(func() (string, error) {
+		return controllers.TransferAddress(ctx, k8sClient, cluster, "")
+	}).Should(BeEmpty(), "the pod to go")
 }
 
 func keysOf(m map[string][]byte) []string {
@@ -343,11 +342,10 @@ func TestAgentCertificateRenewalDoesNotRoll(t *testing.T) {
 		oldCert = string(s.Data[agent.FileServerCert])
 		delete(s.Data, agent.FileServerCert)
 	})
-	f.eventually("a new serving certificate", func() (bool, error) {
-		must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
-		c := string(secret.Data[agent.FileServerCert])
-		return c != "" && c != oldCert, nil
-	})
+	f.g.Eventually(func(g Gomega) string {
+		g.Expect(k8sClient.Get(ctx, f.key("dns-keys"), &secret)).To(Succeed())
+		return string(secret.Data[agent.FileServerCert])
+	}).Should(And(Not(BeEmpty()), Not(Equal(oldCert))), "a new serving certificate")
 	if h := f.settle(); h != before {
 		t.Fatalf("reissuing the agent certificate changed the config hash: %s -> %s", before, h)
 	}

@@ -5,20 +5,23 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 func keyNamespace(t *testing.T) *fixture {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tsig-%d", seq.Add(1))}}
-	must(t, k8sClient.Create(ctx, ns))
+	testkit.Must(t, k8sClient.Create(ctx, ns))
 	t.Cleanup(func() { _ = k8sClient.Delete(ctx, ns) })
-	return &fixture{t: t, ns: ns.Name}
+	return &fixture{t: t, g: NewWithT(t), ns: ns.Name}
 }
 
 func (f *fixture) keyCondition(name string) *metav1.Condition {
@@ -35,17 +38,19 @@ func (f *fixture) keyCondition(name string) *metav1.Condition {
 func (f *fixture) waitKey(name string, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	f.t.Helper()
 	var c *metav1.Condition
-	f.eventually(fmt.Sprintf("BindTSIGKey %s Ready=%s/%s", name, status, reason), func() (bool, error) {
+	f.g.Eventually(func(g Gomega) {
 		c = f.keyCondition(name)
-		return c != nil && c.Status == status && c.Reason == reason, nil
-	})
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(status))
+		g.Expect(c.Reason).To(Equal(reason))
+	}).Should(Succeed(), "BindTSIGKey %s Ready=%s/%s", name, status, reason)
 	return c
 }
 
 func (f *fixture) secret(name string) *corev1.Secret {
 	f.t.Helper()
 	var s corev1.Secret
-	must(f.t, k8sClient.Get(ctx, f.key(name), &s))
+	testkit.Must(f.t, k8sClient.Get(ctx, f.key(name), &s))
 	return &s
 }
 
@@ -73,7 +78,7 @@ func TestTSIGKeyGeneratedOnceWithTemplate(t *testing.T) {
 		t.Errorf("template metadata missing: labels=%v annotations=%v", s.Labels, s.Annotations)
 	}
 	var k v1.BindTSIGKey
-	must(t, k8sClient.Get(ctx, f.key("external-dns"), &k))
+	testkit.Must(t, k8sClient.Get(ctx, f.key("external-dns"), &k))
 	if !metav1.IsControlledBy(s, &k) {
 		t.Error("the generated Secret must be owned by its BindTSIGKey, for garbage collection")
 	}
@@ -87,17 +92,16 @@ func TestTSIGKeyGeneratedOnceWithTemplate(t *testing.T) {
 
 	// Someone else labels the Secret; we edit the template.
 	s.Labels["other-controller"] = "keep-me"
-	must(t, k8sClient.Update(ctx, s))
+	testkit.Must(t, k8sClient.Update(ctx, s))
 	updateLatest(t, f.key("external-dns"), &v1.BindTSIGKey{}, func(k *v1.BindTSIGKey) {
 		k.Spec.SecretTemplate.Annotations = map[string]string{"reflector.v1.k8s.emberstack.com/reflection-allowed": "true", "new": "y"}
 		k.Spec.SecretTemplate.Labels = nil
 	})
-	f.eventually("the template edit on the Secret", func() (bool, error) {
+	f.g.Eventually(func(g Gomega) {
 		s = f.secret("external-dns-tsig")
-		_, hasOld := s.Annotations["old"]
-		_, hasTeam := s.Labels["team"]
-		return s.Annotations["new"] == "y" && !hasOld && !hasTeam, nil
-	})
+		g.Expect(s.Annotations).To(And(HaveKeyWithValue("new", "y"), Not(HaveKey("old"))))
+		g.Expect(s.Labels).NotTo(HaveKey("team"))
+	}).Should(Succeed(), "the template edit on the Secret")
 	if string(s.Data[v1.TSIGSecretKey]) != material {
 		t.Fatal("editing the template regenerated the key material")
 	}
@@ -108,16 +112,8 @@ func TestTSIGKeyGeneratedOnceWithTemplate(t *testing.T) {
 	// Reconciles with nothing to change leave the Secret alone.
 	rv := s.ResourceVersion
 	updateLatest(t, f.key("external-dns"), &v1.BindTSIGKey{}, func(k *v1.BindTSIGKey) { k.Annotations = map[string]string{"poke": "1"} })
-	f.settleKey("external-dns")
-	if f.secret("external-dns-tsig").ResourceVersion != rv {
-		t.Fatal("an idle reconcile updated the Secret")
-	}
-}
-
-// settleKey waits until the key's status has caught up with the last edit.
-func (f *fixture) settleKey(name string) {
-	f.t.Helper()
-	f.eventually("the key to settle", func() (bool, error) { return f.keyCondition(name) != nil, nil })
+	f.g.Consistently(func() string { return f.secret("external-dns-tsig").ResourceVersion }).
+		WithTimeout(2*time.Second).Should(Equal(rv), "an idle reconcile updated the Secret")
 }
 
 func TestTSIGKeyImportNeverModifiesTheSecret(t *testing.T) {
@@ -139,7 +135,7 @@ func TestTSIGKeyImportNeverModifiesTheSecret(t *testing.T) {
 	}
 
 	s.Data[v1.TSIGSecretKey] = []byte("not base64!")
-	must(t, k8sClient.Update(ctx, s))
+	testkit.Must(t, k8sClient.Update(ctx, s))
 	f.waitKey("legacy", metav1.ConditionFalse, v1.ReasonSecretUnusable)
 }
 

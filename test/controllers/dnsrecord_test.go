@@ -1,20 +1,22 @@
 package controllers
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // recordEnv is a namespace whose zone example.com lives on a real named.
@@ -47,7 +49,7 @@ zone "locked.test" { type primary; file "locked.test.db"; allow-update { none; }
 		}})
 	}
 	key, err := dnsclient.NewKey(tsig.Name, tsig.Algorithm, tsig.Secret)
-	must(t, err)
+	testkit.Must(t, err)
 	resolver.set(f.ns, "example.com", srv.DNSAddr, key)
 	resolver.set(f.ns, "locked.test", srv.DNSAddr, key)
 	return &recordEnv{fixture: f, server: srv, tsig: key}
@@ -74,27 +76,27 @@ func (e *recordEnv) served(name string, t uint16) []string {
 
 func (e *recordEnv) waitServed(name string, t uint16, want ...string) {
 	e.t.Helper()
-	slices.Sort(want)
-	e.eventually(fmt.Sprintf("%s %s to serve %v", name, dns.TypeToString[t], want), func() (bool, error) {
-		return slices.Equal(e.served(name, t), want), nil
-	})
+	e.g.Eventually(func() []string { return e.served(name, t) }).Should(ConsistOf(want), "%s %s to serve %v", name, dns.TypeToString[t], want)
 }
 
 func (e *recordEnv) record(name string) *v1.DNSRecord {
 	e.t.Helper()
 	var r v1.DNSRecord
-	must(e.t, k8sClient.Get(ctx, e.key(name), &r))
+	testkit.Must(e.t, k8sClient.Get(ctx, e.key(name), &r))
 	return &r
 }
 
 func (e *recordEnv) waitRecord(name, condType string, status metav1.ConditionStatus, reason string) *v1.DNSRecord {
 	e.t.Helper()
 	var r *v1.DNSRecord
-	e.eventually(fmt.Sprintf("DNSRecord %s %s=%s/%s", name, condType, status, reason), func() (bool, error) {
+	e.g.Eventually(func(g Gomega) {
 		r = e.record(name)
 		c := meta.FindStatusCondition(r.Status.Conditions, condType)
-		return c != nil && c.Status == status && c.Reason == reason && r.Status.ObservedGeneration == r.Generation, nil
-	})
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(status))
+		g.Expect(c.Reason).To(Equal(reason))
+		g.Expect(r.Status.ObservedGeneration).To(Equal(r.Generation))
+	}).Should(Succeed(), "DNSRecord %s %s=%s/%s", name, condType, status, reason)
 	return r
 }
 
@@ -121,21 +123,17 @@ func TestDNSRecordLifecycle(t *testing.T) {
 	e.waitServed("api.example.com", dns.TypeA, "192.0.2.82")
 	e.waitRecord("api", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 
-	must(t, k8sClient.Delete(ctx, r))
+	testkit.Must(t, k8sClient.Delete(ctx, r))
 	e.waitServed("api.example.com", dns.TypeA)
-	e.eventually("the DNSRecord to be gone", func() (bool, error) {
-		var l v1.DNSRecordList
-		err := k8sClient.List(ctx, &l, clientInNamespace(e.ns))
-		return err == nil && len(l.Items) == 0, err
-	})
+	e.waitNoRecords("the DNSRecord to be gone")
 }
 
 func TestDNSRecordNeverTouchesForeignData(t *testing.T) {
 	e := newRecordEnv(t)
 	c, err := dnsclient.New(e.server.DNSAddr, &e.tsig, dnsclient.Options{Timeout: 5 * time.Second})
-	must(t, err)
+	testkit.Must(t, err)
 	defer c.Close()
-	must(t, c.Update(ctx, "example.com", dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{
+	testkit.Must(t, c.Update(ctx, "example.com", dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{
 		Name: "legacy.example.com.", Type: dns.TypeA, TTL: 300, Values: []string{"192.0.2.7"},
 	}}))
 
@@ -147,12 +145,8 @@ func TestDNSRecordNeverTouchesForeignData(t *testing.T) {
 	e.waitServed("legacy.example.com", dns.TypeA, "192.0.2.7")
 
 	// Deleting a record that never applied leaves the foreign data alone.
-	must(t, k8sClient.Delete(ctx, r))
-	e.eventually("the conflicting record to go", func() (bool, error) {
-		var l v1.DNSRecordList
-		err := k8sClient.List(ctx, &l, clientInNamespace(e.ns))
-		return err == nil && len(l.Items) == 0, err
-	})
+	testkit.Must(t, k8sClient.Delete(ctx, r))
+	e.waitNoRecords("the conflicting record to go")
 	if got := e.served("legacy.example.com", dns.TypeA); !slices.Equal(got, []string{"192.0.2.7"}) {
 		t.Fatalf("foreign data was touched: %v", got)
 	}
@@ -180,7 +174,7 @@ func TestDNSRecordConflictBetweenRecords(t *testing.T) {
 	e.waitRecord("inline", v1.ConditionConflict, metav1.ConditionTrue, v1.ReasonClaimed)
 
 	// When the owner goes, the other takes over: no fight, no gap forever.
-	must(t, k8sClient.Delete(ctx, e.record("first")))
+	testkit.Must(t, k8sClient.Delete(ctx, e.record("first")))
 	e.waitRecord("second", v1.ConditionReady, metav1.ConditionTrue, v1.ReasonApplied)
 	e.waitServed("www.example.com", dns.TypeA, "192.0.2.2")
 }
@@ -208,16 +202,27 @@ func TestDNSRecordDriftRepaired(t *testing.T) {
 	e.waitServed("drift.example.com", dns.TypeA, "192.0.2.40")
 
 	c, err := dnsclient.New(e.server.DNSAddr, &e.tsig, dnsclient.Options{Timeout: 5 * time.Second})
-	must(t, err)
+	testkit.Must(t, err)
 	defer c.Close()
 	for _, set := range []dnsclient.RRSet{
 		{Name: "drift.example.com.", Type: dns.TypeA, TTL: 3600, Values: []string{"192.0.2.66"}},
 		{Name: "bystander.example.com.", Type: dns.TypeA, TTL: 300, Values: []string{"192.0.2.67"}},
 	} {
-		must(t, c.Update(ctx, "example.com", dnsclient.Change{Op: dnsclient.Upsert, Set: set}))
+		testkit.Must(t, c.Update(ctx, "example.com", dnsclient.Change{Op: dnsclient.Upsert, Set: set}))
 	}
 	e.waitServed("drift.example.com", dns.TypeA, "192.0.2.40")
 	if got := e.served("bystander.example.com", dns.TypeA); !slices.Equal(got, []string{"192.0.2.67"}) {
 		t.Fatalf("data no record declared was touched: %v", got)
 	}
+}
+
+// waitNoRecords waits until every DNSRecord of the namespace is gone
+// (their finalizers ran).
+func (e *recordEnv) waitNoRecords(what string) {
+	e.t.Helper()
+	e.g.Eventually(func(g Gomega) []v1.DNSRecord {
+		var l v1.DNSRecordList
+		g.Expect(k8sClient.List(ctx, &l, client.InNamespace(e.ns))).To(Succeed())
+		return l.Items
+	}).Should(BeEmpty(), what)
 }

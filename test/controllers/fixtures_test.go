@@ -1,21 +1,21 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 var seq atomic.Int64
@@ -24,6 +24,7 @@ var seq atomic.Int64
 // key, an ACL in allowQuery, a catalog zone and a primary zone.
 type fixture struct {
 	t       *testing.T
+	g       *WithT
 	ns      string
 	cluster *v1.BindCluster
 }
@@ -31,9 +32,9 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ctrl-%d", seq.Add(1))}}
-	must(t, k8sClient.Create(ctx, ns))
+	testkit.Must(t, k8sClient.Create(ctx, ns))
 	t.Cleanup(func() { _ = k8sClient.Delete(ctx, ns) })
-	f := &fixture{t: t, ns: ns.Name}
+	f := &fixture{t: t, g: NewWithT(t), ns: ns.Name}
 
 	f.create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "transfer-tsig"},
@@ -47,7 +48,7 @@ func newFixture(t *testing.T) *fixture {
 		ObjectMeta: metav1.ObjectMeta{Name: "dns"},
 		Spec: v1.BindClusterSpec{
 			Mode:           v1.ModeAuthoritative,
-			Replicas:       ptr[int32](3),
+			Replicas:       ptr.To[int32](3),
 			TransferKeyRef: &v1.LocalObjectReference{Name: "transfer"},
 			AllowQuery:     []v1.AddressMatchElement{{ACLRef: "clients"}},
 		},
@@ -68,7 +69,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) create(obj client.Object) {
 	f.t.Helper()
 	obj.SetNamespace(f.ns)
-	must(f.t, k8sClient.Create(ctx, obj))
+	testkit.Must(f.t, k8sClient.Create(ctx, obj))
 }
 
 func (f *fixture) key(name string) client.ObjectKey {
@@ -78,14 +79,15 @@ func (f *fixture) key(name string) client.ObjectKey {
 // statefulSet waits (bounded) until the StatefulSet exists with a hash.
 func (f *fixture) statefulSet() *appsv1.StatefulSet {
 	f.t.Helper()
+	var sts *appsv1.StatefulSet
+	f.g.Eventually(func(g Gomega) { sts = f.hashedStatefulSet(g) }).Should(Succeed(), "the StatefulSet with a config hash")
+	return sts
+}
+
+func (f *fixture) hashedStatefulSet(g Gomega) *appsv1.StatefulSet {
 	var sts appsv1.StatefulSet
-	f.eventually("the StatefulSet with a config hash", func() (bool, error) {
-		err := k8sClient.Get(ctx, f.key("dns"), &sts)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil && sts.Spec.Template.Annotations[v1.AnnotationConfigHash] != "", err
-	})
+	g.Expect(k8sClient.Get(ctx, f.key("dns"), &sts)).To(Succeed())
+	g.Expect(sts.Spec.Template.Annotations).To(HaveKeyWithValue(v1.AnnotationConfigHash, Not(BeEmpty())))
 	return &sts
 }
 
@@ -96,51 +98,30 @@ func (f *fixture) hash() string {
 func (f *fixture) getCluster() *v1.BindCluster {
 	f.t.Helper()
 	var c v1.BindCluster
-	must(f.t, k8sClient.Get(ctx, f.key("dns"), &c))
+	testkit.Must(f.t, k8sClient.Get(ctx, f.key("dns"), &c))
 	return &c
-}
-
-// eventually polls cond every 100ms for at most 20s.
-func (f *fixture) eventually(what string, cond func() (bool, error)) {
-	f.t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		f.t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // settle waits until the hash has stayed the same for a second, i.e. the
 // watches have nothing left to re-render, and returns it.
 func (f *fixture) settle() string {
 	f.t.Helper()
-	last, since := f.hash(), time.Now()
-	f.eventually("the config hash to settle", func() (bool, error) {
-		h := f.hash()
-		if h != last {
-			last, since = h, time.Now()
-		}
-		return time.Since(since) > time.Second, nil
-	})
-	return last
+	var h string
+	f.g.Eventually(func(g Gomega) {
+		h = f.hashedStatefulSet(g).Spec.Template.Annotations[v1.AnnotationConfigHash]
+		g.Consistently(func(g Gomega) string {
+			return f.hashedStatefulSet(g).Spec.Template.Annotations[v1.AnnotationConfigHash]
+		}).WithTimeout(time.Second).Should(Equal(h))
+	}).Should(Succeed(), "the config hash to settle")
+	return h
 }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func clientInNamespace(ns string) client.InNamespace { return client.InNamespace(ns) }
 
 // updateLatest re-reads obj and applies edit until the update goes through:
 // the controllers patch status concurrently, so a plain read-modify-write
 // can meet a conflict that says nothing about the behaviour under test.
 func updateLatest[T client.Object](t *testing.T, key client.ObjectKey, obj T, edit func(T)) {
 	t.Helper()
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	testkit.Must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := k8sClient.Get(ctx, key, obj); err != nil {
 			return err
 		}

@@ -19,22 +19,23 @@ import (
 	"unicode"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/pki"
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // hostileTSIG is the key the operator signs with; the hostile server
@@ -137,7 +138,7 @@ type hostileDNS struct {
 func startHostileDNS(t *testing.T, reply dnsReply) *hostileDNS {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
+	testkit.Must(t, err)
 	h := &hostileDNS{addr: ln.Addr().String()}
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
@@ -212,7 +213,7 @@ func printableBounded(t *testing.T, what, msg string) {
 func reconcilePanics(t *testing.T, controller string) float64 {
 	t.Helper()
 	families, err := crmetrics.Registry.Gather()
-	must(t, err)
+	testkit.Must(t, err)
 	var total float64
 	for _, f := range families {
 		if f.GetName() != "controller_runtime_reconcile_panics_total" {
@@ -243,7 +244,7 @@ func labelValue(m *dto.Metric, name string) string {
 func TestDNSRecordHostilePrimary(t *testing.T) {
 	f := keyNamespace(t)
 	key, err := dnsclient.NewKey("upd", "hmac-sha256", hostileTSIG)
-	must(t, err)
+	testkit.Must(t, err)
 	panicsBefore := reconcilePanics(t, "dnsrecord")
 	servers := make([]*hostileDNS, len(hostileReplies))
 	for i, c := range hostileReplies {
@@ -260,13 +261,11 @@ func TestDNSRecordHostilePrimary(t *testing.T) {
 	for i, c := range hostileReplies {
 		t.Run(c.name, func(t *testing.T) {
 			var r v1.DNSRecord
-			f.eventually("the DNSRecord to report the failed update", func() (bool, error) {
-				if err := k8sClient.Get(ctx, f.key(fmt.Sprintf("rec%d", i)), &r); err != nil {
-					return false, err
-				}
-				cond := meta.FindStatusCondition(r.Status.Conditions, v1.ConditionReady)
-				return cond != nil && r.Status.ObservedGeneration == r.Generation, nil
-			})
+			NewWithT(t).Eventually(func(g Gomega) {
+				g.Expect(k8sClient.Get(ctx, f.key(fmt.Sprintf("rec%d", i)), &r)).To(Succeed())
+				g.Expect(meta.FindStatusCondition(r.Status.Conditions, v1.ConditionReady)).NotTo(BeNil())
+				g.Expect(r.Status.ObservedGeneration).To(Equal(r.Generation))
+			}).Should(Succeed(), "the DNSRecord to report the failed update")
 			cond := meta.FindStatusCondition(r.Status.Conditions, v1.ConditionReady)
 			if servers[i].requests.Load() == 0 {
 				t.Fatal("the hostile primary never got an UPDATE")
@@ -290,7 +289,7 @@ func TestDNSRecordHostilePrimary(t *testing.T) {
 
 	// Deleted, they stop retrying against servers that are about to go.
 	for i := range hostileReplies {
-		must(t, k8sClient.Delete(ctx, &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fmt.Sprintf("rec%d", i)}}))
+		testkit.Must(t, k8sClient.Delete(ctx, &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fmt.Sprintf("rec%d", i)}}))
 	}
 
 	// The controller still works: a record on a real named applies.
@@ -364,16 +363,13 @@ func TestBindZoneHostileAgent(t *testing.T) {
 	// The agent presents a certificate from the cluster's own agent CA,
 	// as a pod's would: the hostile part is what it says, not who it is.
 	var caSecret corev1.Secret
-	f.eventually("the cluster's agent CA", func() (bool, error) {
-		err := k8sClient.Get(ctx, f.key("dns-agent-ca"), &caSecret)
-		return err == nil, nil
-	})
+	f.g.Eventually(func() error { return k8sClient.Get(ctx, f.key("dns-agent-ca"), &caSecret) }).Should(Succeed(), "the cluster's agent CA")
 	ca, err := pki.LoadCA(caSecret.Data[agent.FileCA], caSecret.Data[agent.FileCAKey])
-	must(t, err)
+	testkit.Must(t, err)
 	pair, err := agent.IssueServer(ca, time.Hour)
-	must(t, err)
+	testkit.Must(t, err)
 	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
-	must(t, err)
+	testkit.Must(t, err)
 
 	var mode atomic.Int64
 	var hits atomic.Int64
@@ -392,26 +388,16 @@ func TestBindZoneHostileAgent(t *testing.T) {
 
 	// A manager of its own, watching only this namespace, runs the
 	// BindZone controller against the hostile agent.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     envtestutil.Scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
+	stop, err := testkit.StartManager(ctx, cfg, ctrl.Options{
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{f.ns: {}}},
-		Controller: config.Controller{SkipNameValidation: ptr(true)},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	}, func(mgr ctrl.Manager) error {
+		return (&controllers.BindZoneReconciler{Client: mgr.GetClient(), Endpoints: hostileEndpoints{strings.TrimPrefix(srv.URL, "https://")}}).SetupWithManager(mgr)
 	})
-	must(t, err)
-	must(t, (&controllers.BindZoneReconciler{Client: mgr.GetClient(), Endpoints: hostileEndpoints{strings.TrimPrefix(srv.URL, "https://")}}).SetupWithManager(mgr))
-	mctx, stop := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- mgr.Start(mctx) }()
+	testkit.Must(t, err)
 	defer func() {
-		stop()
-		select {
-		case err := <-stopped:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("the manager did not stop within 30s")
+		if err := stop(); err != nil {
+			t.Errorf("manager: %v", err)
 		}
 	}()
 
@@ -428,14 +414,15 @@ func TestBindZoneHostileAgent(t *testing.T) {
 				z.Annotations["test.bind.unkin.net/hostile"] = c.name
 			})
 			var cond *metav1.Condition
-			f.eventually("the BindZone to report the agent's reply", func() (bool, error) {
+			NewWithT(t).Eventually(func(g Gomega) {
 				var z v1.BindZone
-				if err := k8sClient.Get(ctx, f.key("example-com"), &z); err != nil {
-					return false, err
-				}
+				g.Expect(k8sClient.Get(ctx, f.key("example-com"), &z)).To(Succeed())
+				g.Expect(hits.Load()).To(BeNumerically(">", before), "the agent was called")
 				cond = meta.FindStatusCondition(z.Status.Conditions, v1.ConditionReady)
-				return hits.Load() > before && cond != nil && cond.Reason == c.reason && strings.Contains(cond.Message, c.contains), nil
-			})
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Reason).To(Equal(c.reason))
+				g.Expect(cond.Message).To(ContainSubstring(c.contains))
+			}).Should(Succeed(), "the BindZone to report the agent's reply")
 			if cond.Status != metav1.ConditionFalse {
 				t.Errorf("Ready = %s for a hostile agent", cond.Status)
 			}

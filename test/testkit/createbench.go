@@ -1,4 +1,4 @@
-package envtestutil
+package testkit
 
 import (
 	"context"

@@ -1,7 +1,11 @@
-// Package envtestutil starts a real kube-apiserver and etcd for the test
-// suites, with the project's CRDs installed. The binaries are built from the
-// Go module proxy by `make envtest` (hack/build-k8s-binaries.sh) into bin/k8s.
-package envtestutil
+// Package testkit is what the test suites share: a real kube-apiserver and
+// etcd with the project's CRDs (the binaries are built from the Go module
+// proxy by `make envtest`, hack/build-k8s-binaries.sh, into bin/k8s), a
+// TestMain that runs a package's tests against one (Main), managers with
+// reconcilers on top (StartManager), and the small helpers every suite
+// needs (Must, FreePort, ReadObjects). Assertions that wait use gomega's
+// Eventually and Consistently; Main bounds them.
+package testkit
 
 import (
 	"fmt"
