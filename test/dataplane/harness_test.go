@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,12 +26,14 @@ import (
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/internal/bindcluster"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // cluster is a BindCluster in the API server whose pods run on loopback.
 type cluster struct {
 	*bindcluster.Cluster
 	t    *testing.T
+	g    *WithT
 	ns   string
 	name string
 	keys map[string]render.TSIGKey
@@ -85,8 +87,8 @@ var nsSeq int
 func newCluster(t *testing.T, secondaries int) *cluster {
 	t.Helper()
 	nsSeq++
-	c := &cluster{t: t, ns: fmt.Sprintf("dp-%d-%d", os.Getpid()%1000, nsSeq), name: "dns", keys: map[string]render.TSIGKey{}}
-	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}))
+	c := &cluster{t: t, g: NewWithT(t), ns: fmt.Sprintf("dp-%d-%d", os.Getpid()%1000, nsSeq), name: "dns", keys: map[string]render.TSIGKey{}}
+	testkit.Must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}))
 	for _, k := range []string{"transfer", "upd"} {
 		secret := newSecret()
 		c.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: k + "-tsig"}, Data: map[string][]byte{v1.TSIGSecretKey: []byte(secret)}})
@@ -104,7 +106,7 @@ func newCluster(t *testing.T, secondaries int) *cluster {
 	// Readiness every 200 ms: status waits below are seconds long.
 	c.Cluster = bindcluster.Start(t, bindcluster.Options{Cluster: cl, Keys: c.keys, Catalogs: []v1.BindCatalogZone{*catalog}, ReadyInterval: 200 * time.Millisecond})
 	op, err := agent.IssueClient(c.CA, "bind-operator", 0)
-	must(t, err)
+	testkit.Must(t, err)
 	c.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.name + "-agent-ca"}, Data: map[string][]byte{
 		agent.FileCA: c.CA.CertPEM, agent.FileCAKey: c.CA.KeyPEM, agent.FileClientCert: op.CertPEM, agent.FileClientKey: op.KeyPEM,
 	}})
@@ -124,11 +126,14 @@ func newCluster(t *testing.T, secondaries int) *cluster {
 		for i := range zones.Items {
 			_ = k8s.Delete(ctx, &zones.Items[i])
 		}
-		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		// Best effort, bounded: the zones' finalizers get their chance, and
+		// the namespace goes either way.
+		bestEffort := NewGomega(func(string, ...int) {})
+		bestEffort.Eventually(func(g Gomega) []v1.BindZone {
 			var l v1.BindZoneList
-			err := k8s.List(ctx, &l, client.InNamespace(c.ns))
-			return err == nil && len(l.Items) == 0, nil
-		})
+			g.Expect(k8s.List(ctx, &l, client.InNamespace(c.ns))).To(Succeed())
+			return l.Items
+		}).WithTimeout(15 * time.Second).WithPolling(100 * time.Millisecond).Should(BeEmpty())
 		_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}})
 	})
 	return c
@@ -137,12 +142,5 @@ func newCluster(t *testing.T, secondaries int) *cluster {
 func (c *cluster) create(obj client.Object) {
 	c.t.Helper()
 	obj.SetNamespace(c.ns)
-	must(c.t, k8s.Create(ctx, obj))
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.Must(c.t, k8s.Create(ctx, obj))
 }

@@ -2,27 +2,28 @@ package dataplane
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // showzone is the primary's `rndc showzone <zone>` over its control channel.
 func (c *cluster) showzone(zone string) string {
 	c.t.Helper()
 	rc, err := c.Rndc(ctx, c.Nodes[0])
-	must(c.t, err)
+	testkit.Must(c.t, err)
 	defer rc.Close()
 	res, err := rc.Command(ctx, "showzone "+zone)
-	must(c.t, err)
+	testkit.Must(c.t, err)
 	return res.Text
 }
 
@@ -41,7 +42,7 @@ func TestSecondaryAddressChangeReappliesAlsoNotify(t *testing.T) {
 	c.create(pod)
 	setPodIP := func(ip string) {
 		pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-		must(t, k8s.Status().Update(ctx, pod))
+		testkit.Must(t, k8s.Status().Update(ctx, pod))
 	}
 	setPodIP("198.18.0.12")
 
@@ -67,10 +68,10 @@ func TestSecondaryAddressChangeReappliesAlsoNotify(t *testing.T) {
 	changed := time.Now()
 	setPodIP("198.18.0.22")
 	var sz string
-	eventually(t, "the primary's also-notify to name "+newTarget, 10*time.Second, func() bool {
+	c.g.Eventually(func() string {
 		sz = c.showzone("moving.test")
-		return strings.Contains(sz, newTarget)
-	})
+		return sz
+	}).WithTimeout(10*time.Second).Should(ContainSubstring(newTarget), "the primary's also-notify to name "+newTarget)
 	t.Logf("pod IP change → also-notify re-applied on the primary: %v\n%s", time.Since(changed).Round(time.Millisecond), sz)
 	if strings.Contains(sz, oldTarget) {
 		t.Fatalf("the re-applied clause still names the old address %s:\n%s", oldTarget, sz)
@@ -84,10 +85,9 @@ func TestSecondaryAddressChangeReappliesAlsoNotify(t *testing.T) {
 	z := c.zone("moving")
 	z.Spec.Records[0].Values = []string{"192.0.2.2"}
 	changed = time.Now()
-	must(t, k8s.Update(ctx, z))
-	eventually(t, "the moved secondary to serve the change at "+moved.DNSAddr(), 5*time.Second, func() bool {
-		return slices.Equal(served(moved.DNSAddr(), "www.moving.test", dns.TypeA), []string{"192.0.2.2"})
-	})
+	testkit.Must(t, k8s.Update(ctx, z))
+	c.g.Eventually(func() []string { return served(moved.DNSAddr(), "www.moving.test", dns.TypeA) }).WithTimeout(5*time.Second).
+		Should(Equal([]string{"192.0.2.2"}), "the moved secondary to serve the change at "+moved.DNSAddr())
 	t.Logf("record change → served on the moved secondary at %s: %v", moved.DNSAddr(), time.Since(changed).Round(time.Millisecond))
 	c.waitAll("after the move", 5*time.Second, "www.moving.test", dns.TypeA, "192.0.2.2")
 	if log := moved.Log()[movedLogFrom:]; !strings.Contains(log, "received notify for zone 'moving.test'") || strings.Contains(log, "refused notify") {

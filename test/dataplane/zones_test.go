@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,16 +8,17 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // served asks addr (UDP) for name/type and returns the rdata, sorted; nil
@@ -52,31 +52,21 @@ func soaRcode(addr, zone string) (int, bool) {
 	return in.Rcode, in.Authoritative && len(in.Answer) > 0
 }
 
-func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("waiting %s for %s: %v", timeout, what, err)
-	}
-	return time.Since(start)
-}
-
 func (c *cluster) zone(name string) *v1.BindZone {
 	c.t.Helper()
 	var z v1.BindZone
-	must(c.t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: name}, &z))
+	testkit.Must(c.t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: name}, &z))
 	return &z
 }
 
 func (c *cluster) waitZone(name, reason string, timeout time.Duration) *v1.BindZone {
 	c.t.Helper()
 	var z *v1.BindZone
-	eventually(c.t, fmt.Sprintf("BindZone %s Ready reason %s", name, reason), timeout, func() bool {
+	c.g.Eventually(func(g Gomega) {
 		z = c.zone(name)
-		cond := meta.FindStatusCondition(z.Status.Conditions, v1.ConditionReady)
-		return cond != nil && cond.Reason == reason && z.Status.ObservedGeneration == z.Generation
-	})
+		g.Expect(meta.FindStatusCondition(z.Status.Conditions, v1.ConditionReady)).To(HaveField("Reason", reason))
+		g.Expect(z.Status.ObservedGeneration).To(Equal(z.Generation))
+	}).WithTimeout(timeout).Should(Succeed(), "BindZone %s Ready reason %s", name, reason)
 	return z
 }
 
@@ -84,17 +74,15 @@ func (c *cluster) key(name string) dnsclient.Key {
 	c.t.Helper()
 	k := c.keys[name]
 	key, err := dnsclient.NewKey(k.Name, k.Algorithm, k.Secret)
-	must(c.t, err)
+	testkit.Must(c.t, err)
 	return key
 }
 
 func (c *cluster) waitAll(what string, timeout time.Duration, name string, typ uint16, want ...string) {
 	c.t.Helper()
-	slices.Sort(want)
 	for _, n := range c.Nodes {
-		eventually(c.t, fmt.Sprintf("%s: %s serves %s %s = %v", what, n.Name, name, dns.TypeToString[typ], want), timeout, func() bool {
-			return slices.Equal(served(n.DNSAddr(), name, typ), want)
-		})
+		c.g.Eventually(func() []string { return served(n.DNSAddr(), name, typ) }).WithTimeout(timeout).
+			Should(ConsistOf(want), "%s: %s serves %s %s = %v", what, n.Name, name, dns.TypeToString[typ], want)
 	}
 }
 
@@ -110,9 +98,8 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 		},
 	}})
 	primary := c.Nodes[0]
-	eventually(t, "the primary to serve www", 20*time.Second, func() bool {
-		return slices.Equal(served(primary.DNSAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.1"})
-	})
+	c.g.Eventually(func() []string { return served(primary.DNSAddr(), "www.example.com", dns.TypeA) }).WithTimeout(20*time.Second).
+		Should(Equal([]string{"192.0.2.1"}), "the primary to serve www")
 	t.Logf("zone create → served on the primary: %v", time.Since(start))
 	z := c.waitZone("example-com", v1.ReasonServed, 20*time.Second)
 	t.Logf("zone create → catalog member loaded and in sync on both secondaries: %v", time.Since(start))
@@ -132,12 +119,13 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 	}
 
 	// Catalog status.
-	eventually(t, "the catalog to report the member", 10*time.Second, func() bool {
-		var cat v1.BindCatalogZone
-		must(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "catalog"}, &cat))
-		return cat.Status.MemberCount == 1 && slices.Equal(cat.Status.Members, []string{"example.com"}) && cat.Status.Serial != nil &&
-			meta.IsStatusConditionTrue(cat.Status.Conditions, v1.ConditionReady)
-	})
+	c.g.Eventually(func(g Gomega) {
+		cat := c.catalog(g)
+		g.Expect(cat.Status.MemberCount).To(BeEquivalentTo(1))
+		g.Expect(cat.Status.Members).To(Equal([]string{"example.com"}))
+		g.Expect(cat.Status.Serial).NotTo(BeNil())
+		g.Expect(meta.IsStatusConditionTrue(cat.Status.Conditions, v1.ConditionReady)).To(BeTrue(), "Ready")
+	}).WithTimeout(10*time.Second).Should(Succeed(), "the catalog to report the member")
 
 	// A record change reaches both secondaries through signed NOTIFY from
 	// a non-primary address (SOA refresh is 300 s: anything under a few
@@ -145,13 +133,11 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 	z = c.zone("example-com")
 	z.Spec.Records[0].Values = []string{"192.0.2.2"}
 	changed := time.Now()
-	must(t, k8s.Update(ctx, z))
+	testkit.Must(t, k8s.Update(ctx, z))
 	for _, n := range c.Nodes[1:] {
-		d := eventually(t, n.Name+" to serve the change", 5*time.Second, func() bool {
-			return slices.Equal(served(n.DNSAddr(), "www.example.com", dns.TypeA), []string{"192.0.2.2"})
-		})
+		c.g.Eventually(func() []string { return served(n.DNSAddr(), "www.example.com", dns.TypeA) }).WithTimeout(5*time.Second).
+			Should(Equal([]string{"192.0.2.2"}), n.Name+" to serve the change")
 		t.Logf("record change → served on %s: %v (after the spec update)", n.Name, time.Since(changed).Round(time.Millisecond))
-		_ = d
 		log := n.Log()
 		if !strings.Contains(log, "received notify for zone 'example.com'") {
 			t.Errorf("%s did not log an accepted NOTIFY for example.com:\n%s", n.Name, bindtest.Tail(log, 20))
@@ -167,43 +153,49 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 	// Drift: someone changes a declared set and adds their own; a resync
 	// restores the declared one and leaves theirs alone.
 	upd, err := dnsclient.New(fmt.Sprintf("[::1]:%d", primary.DNSPort()), ptr.To(c.key("transfer")), dnsclient.Options{Timeout: 5 * time.Second})
-	must(t, err)
+	testkit.Must(t, err)
 	defer upd.Close()
-	must(t, upd.Update(ctx, "example.com",
+	testkit.Must(t, upd.Update(ctx, "example.com",
 		dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: "www.example.com.", Type: dns.TypeA, TTL: 60, Values: []string{"192.0.2.66"}}},
 		dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: "foreign.example.com.", Type: dns.TypeA, TTL: 60, Values: []string{"192.0.2.77"}}},
 	))
 	z = c.zone("example-com")
 	z.Annotations = map[string]string{v1.AnnotationResync: "now-1"}
-	must(t, k8s.Update(ctx, z))
+	testkit.Must(t, k8s.Update(ctx, z))
 	c.waitAll("drift repaired", 10*time.Second, "www.example.com", dns.TypeA, "192.0.2.2")
 	c.waitAll("foreign data kept", 5*time.Second, "foreign.example.com", dns.TypeA, "192.0.2.77")
-	eventually(t, "the resync to be recorded", 5*time.Second, func() bool { return c.zone("example-com").Status.ObservedResync == "now-1" })
+	c.g.Eventually(func() string { return c.zone("example-com").Status.ObservedResync }).WithTimeout(5*time.Second).
+		Should(Equal("now-1"), "the resync to be recorded")
 
 	// A set removed from spec.records is deleted (it still holds what the
 	// zone wrote).
 	z = c.zone("example-com")
 	z.Spec.Records = z.Spec.Records[:1]
-	must(t, k8s.Update(ctx, z))
+	testkit.Must(t, k8s.Update(ctx, z))
 	c.waitAll("removed set", 10*time.Second, "txt.example.com", dns.TypeTXT)
 
 	// Delete: gone everywhere, catalog empty.
-	must(t, k8s.Delete(ctx, z))
+	testkit.Must(t, k8s.Delete(ctx, z))
 	for _, n := range c.Nodes {
-		eventually(t, n.Name+" to stop serving example.com", 10*time.Second, func() bool {
+		c.g.Eventually(func() bool {
 			_, ok := soaRcode(n.DNSAddr(), "example.com")
-			return !ok
-		})
+			return ok
+		}).WithTimeout(10*time.Second).Should(BeFalse(), n.Name+" to stop serving example.com")
 	}
-	eventually(t, "the BindZone to go", 10*time.Second, func() bool {
+	c.g.Eventually(func(g Gomega) []v1.BindZone {
 		var l v1.BindZoneList
-		return k8s.List(ctx, &l, client.InNamespace(c.ns)) == nil && len(l.Items) == 0
-	})
-	eventually(t, "the catalog to be empty", 10*time.Second, func() bool {
-		var cat v1.BindCatalogZone
-		must(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "catalog"}, &cat))
-		return cat.Status.MemberCount == 0
-	})
+		g.Expect(k8s.List(ctx, &l, client.InNamespace(c.ns))).To(Succeed())
+		return l.Items
+	}).WithTimeout(10*time.Second).Should(BeEmpty(), "the BindZone to go")
+	c.g.Eventually(func(g Gomega) int32 { return c.catalog(g).Status.MemberCount }).WithTimeout(10*time.Second).
+		Should(BeZero(), "the catalog to be empty")
+}
+
+// catalog reads the cluster's BindCatalogZone.
+func (c *cluster) catalog(g Gomega) *v1.BindCatalogZone {
+	var cat v1.BindCatalogZone
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "catalog"}, &cat)).To(Succeed())
+	return &cat
 }
 
 func TestZoneOutsideCatalogAndRestartKeepsDNSRecord(t *testing.T) {
@@ -235,9 +227,9 @@ func TestWrongKeyIsReported(t *testing.T) {
 	// named knows "upd" with the rendered material; the Secret now holds
 	// another one, so the operator signs with a key named refuses.
 	var s corev1.Secret
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "upd-tsig"}, &s))
+	testkit.Must(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "upd-tsig"}, &s))
 	s.Data[v1.TSIGSecretKey] = []byte(newSecret())
-	must(t, k8s.Update(ctx, &s))
+	testkit.Must(t, k8s.Update(ctx, &s))
 	c.create(&v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "keyed"}, Spec: v1.BindZoneSpec{
 		ClusterRef: v1.LocalObjectReference{Name: c.name}, ZoneName: "keyed.test", Type: v1.ZonePrimary,
 		UpdateKeyRef: &v1.LocalObjectReference{Name: "upd"},
@@ -253,10 +245,10 @@ func TestWrongKeyIsReported(t *testing.T) {
 	}
 	// Fix the key: the zone converges.
 	s.Data[v1.TSIGSecretKey] = []byte(c.keys["upd"].Secret)
-	must(t, k8s.Update(ctx, &s))
+	testkit.Must(t, k8s.Update(ctx, &s))
 	z = c.zone("keyed")
 	z.Annotations = map[string]string{v1.AnnotationResync: "fixed"}
-	must(t, k8s.Update(ctx, z))
+	testkit.Must(t, k8s.Update(ctx, z))
 	c.waitZone("keyed", v1.ReasonServed, 20*time.Second)
 	c.waitAll("after the key fix", 5*time.Second, "www.keyed.test", dns.TypeA, "192.0.2.5")
 }
