@@ -36,6 +36,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/rndc"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // transferHost is where secondaries transfer from and UPDATEs go; it must
@@ -110,9 +111,9 @@ func Start(tb testing.TB, opts Options) *Cluster {
 		tb.Skip("named not installed")
 	}
 	ca, err := agent.NewCA("bindcluster", 0)
-	must(tb, err)
+	testkit.Must(tb, err)
 	op, err := agent.IssueClient(ca, "bind-operator", 0)
-	must(tb, err)
+	testkit.Must(tb, err)
 	c := &Cluster{
 		CA:         ca,
 		ControlKey: render.TSIGKey(bindtest.NewKey("bind-operator-control", "hmac-sha256")),
@@ -133,9 +134,9 @@ func Start(tb testing.TB, opts Options) *Cluster {
 			host:    "127.0.0.1",
 		}
 		for _, d := range []string{n.Paths.ConfigDir, n.Paths.KeysDir, n.Paths.DataDir} {
-			must(tb, os.MkdirAll(d, 0o755))
+			testkit.Must(tb, os.MkdirAll(d, 0o755))
 		}
-		n.dnsPort, n.ctlPort, n.statsPort = bindtest.FreePort(tb), bindtest.FreePort(tb), bindtest.FreePort(tb)
+		n.dnsPort, n.ctlPort, n.statsPort = testkit.FreePort(tb), testkit.FreePort(tb), testkit.FreePort(tb)
 		c.Nodes = append(c.Nodes, n)
 	}
 	// Registered before the first start so a failed start still stops the
@@ -200,7 +201,7 @@ func (c *Cluster) Move(n *Node) {
 		c.tb.Fatal("bindcluster: the primary is reached at its stable transfer address and cannot move")
 	}
 	c.stop(n)
-	port := bindtest.FreePort(c.tb)
+	port := testkit.FreePort(c.tb)
 	n.mu.Lock()
 	n.host, n.dnsPort = transferHost, port
 	n.mu.Unlock()
@@ -222,7 +223,7 @@ func (c *Cluster) start(n *Node) {
 func (c *Cluster) render(n *Node) {
 	c.tb.Helper()
 	res, err := render.Render(c.Input(n))
-	must(c.tb, err)
+	testkit.Must(c.tb, err)
 	n.mu.Lock()
 	port, v4 := n.dnsPort, n.host
 	n.mu.Unlock()
@@ -244,18 +245,18 @@ func (c *Cluster) render(n *Node) {
 			}
 			data = strings.NewReplacer(rewrite...).Replace(data)
 		}
-		must(c.tb, os.WriteFile(filepath.Join(n.Paths.ConfigDir, name), []byte(data), 0o644))
+		testkit.Must(c.tb, os.WriteFile(filepath.Join(n.Paths.ConfigDir, name), []byte(data), 0o644))
 	}
 	for name, data := range res.SecretData {
-		must(c.tb, os.WriteFile(filepath.Join(n.Paths.KeysDir, name), data, 0o600))
+		testkit.Must(c.tb, os.WriteFile(filepath.Join(n.Paths.KeysDir, name), data, 0o600))
 	}
 	srv, err := agent.IssueServer(c.CA, 0)
-	must(c.tb, err)
+	testkit.Must(c.tb, err)
 	for name, data := range map[string][]byte{agent.FileCA: c.CA.CertPEM, agent.FileServerCert: srv.CertPEM, agent.FileServerKey: srv.KeyPEM} {
-		must(c.tb, os.WriteFile(filepath.Join(n.Paths.KeysDir, name), data, 0o600))
+		testkit.Must(c.tb, os.WriteFile(filepath.Join(n.Paths.KeysDir, name), data, 0o600))
 	}
 	// One worker thread per named: the machine is shared.
-	must(c.tb, os.WriteFile(filepath.Join(n.Paths.ConfigDir, "named-wrapper.sh"), []byte("#!/bin/sh\nexec named -n 1 \"$@\"\n"), 0o755))
+	testkit.Must(c.tb, os.WriteFile(filepath.Join(n.Paths.ConfigDir, "named-wrapper.sh"), []byte("#!/bin/sh\nexec named -n 1 \"$@\"\n"), 0o755))
 }
 
 // startNamed runs the rendered entrypoint, so its role selection and seed
@@ -271,7 +272,7 @@ func (c *Cluster) startNamed(n *Node) {
 	// A group, so the kill reaches named even before the shells exec it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = &n.log, &n.log
-	must(c.tb, cmd.Start())
+	testkit.Must(c.tb, cmd.Start())
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	n.cmd, n.exited = cmd, exited
@@ -290,9 +291,9 @@ func (c *Cluster) startAgent(n *Node) {
 		ReadyInterval: c.opts.ReadyInterval,
 		Logger:        slog.New(slog.DiscardHandler),
 	})
-	must(c.tb, err)
+	testkit.Must(c.tb, err)
 	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
-	must(c.tb, err)
+	testkit.Must(c.tb, err)
 	metricsLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = apiLn.Close()
@@ -377,10 +378,3 @@ func (n *Node) Agent() *agent.Client {
 func (n *Node) Log() string { return n.log.String() }
 
 func (n *Node) controlAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.ctlPort)) }
-
-func must(tb testing.TB, err error) {
-	tb.Helper()
-	if err != nil {
-		tb.Fatal(err)
-	}
-}

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // Key is a shared secret as named.conf spells it: a name, an HMAC algorithm
@@ -143,14 +145,7 @@ func Start(tb testing.TB, opts Options) *Server {
 }
 
 func start(tb testing.TB, dir string, opts Options) (*Server, error) {
-	dnsPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	ctlPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	dnsPort, ctlPort := testkit.FreePort(tb), testkit.FreePort(tb)
 	s := &Server{
 		Dir:         dir,
 		ConfPath:    filepath.Join(dir, "named.conf"),
@@ -318,50 +313,6 @@ func SeedZone(origin string, serial uint32) string {
 @ IN NS ns1.%[1]s
 ns1 IN A 127.0.0.1
 `, origin, serial)
-}
-
-// freePort returns a port free for TCP and UDP on both 127.0.0.1 and ::1,
-// so a named or an agent may listen on either loopback.
-func freePort() (int, error) {
-	for i := 0; i < 20; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		if portFree(port) {
-			return port, nil
-		}
-	}
-	return 0, errors.New("no port free for TCP and UDP on 127.0.0.1 and ::1")
-}
-
-func portFree(port int) bool {
-	for _, host := range []string{"127.0.0.1", "::1"} {
-		addr := net.JoinHostPort(host, strconv.Itoa(port))
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			return false
-		}
-		_ = l.Close()
-		u, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			return false
-		}
-		_ = u.Close()
-	}
-	return true
-}
-
-// FreePort is freePort for tests that start their own servers.
-func FreePort(tb testing.TB) int {
-	tb.Helper()
-	port, err := freePort()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return port
 }
 
 // LogBuffer collects a process's output for failure messages. Writers run

@@ -18,12 +18,14 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/server"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 type env struct {
@@ -38,19 +40,10 @@ type env struct {
 	stop       func()
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startNamed starts named with a statistics channel on a free port.
 func startNamed(t testing.TB, opts bindtest.Options) (*bindtest.Server, string) {
 	t.Helper()
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	opts.Config += fmt.Sprintf("statistics-channels { inet 127.0.0.1 port %d allow { 127.0.0.1; }; };\n", port)
 	s := bindtest.Start(t, opts)
 	return s, fmt.Sprintf("http://127.0.0.1:%d/json/v1", port)
@@ -187,17 +180,10 @@ func (e *env) readyz(t testing.TB) (int, string) {
 // waitReady polls /readyz (bounded) until it returns want.
 func (e *env) waitReady(t testing.TB, want int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	NewWithT(t).Eventually(func(g Gomega) {
 		code, body := e.readyz(t)
-		if code == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz = %d (%s), want %d", code, body, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		g.Expect(code).To(Equal(want), "/readyz says %q", body)
+	}).WithTimeout(15 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 }
 
 // rawClient is an HTTPS client with the operator's certificate, for

@@ -9,6 +9,8 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
+	. "github.com/onsi/gomega"
 )
 
 // /readyz follows named and the expected zones:
@@ -40,18 +42,13 @@ func TestReadiness(t *testing.T) {
 	paths := e.paths
 	e.stop()
 	e2 := startAgent(t, named, statsURL, paths)
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	NewWithT(t).Eventually(func() (string, error) {
 		code, body := e2.readyz(t)
 		if code == http.StatusOK {
-			t.Fatalf("ready while an expected zone is missing: %q", body)
+			return "", StopTrying("ready while an expected zone is missing: " + body)
 		}
-		if contains(body, "ready.test") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("unready reason does not name the zone: %q", body)
-		}
-	}
+		return body, nil
+	}).WithTimeout(15*time.Second).WithPolling(50*time.Millisecond).Should(ContainSubstring("ready.test"), "the unready reason names the zone")
 	if _, err := e2.client.EnsureZone(ctx, e2.primary("", "ready.test", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +57,7 @@ func TestReadiness(t *testing.T) {
 	// A secondary whose primary is unreachable is added but never loads;
 	// readiness does not wait for it.
 	sec := agent.EnsureZoneRequest{Zone: "sec.test", Clause: fmt.Sprintf(`{ type secondary; file %q; primaries { 127.0.0.1 port %d; }; };`,
-		paths.SecondaryZoneFile("", "sec.test"), freePort(t))}
+		paths.SecondaryZoneFile("", "sec.test"), testkit.FreePort(t))}
 	if res, err := e2.client.EnsureZone(ctx, sec); err != nil || res.Action != agent.ActionAdded {
 		t.Fatalf("secondary: %+v %v", res, err)
 	}

@@ -15,8 +15,6 @@ import (
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
 
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
 func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
 
 // Only clients with a client certificate from the cluster's CA get in.

@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"git.unkin.net/unkin/bind-operator/agent"
@@ -14,6 +16,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/internal/bindcluster"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // benchCluster drives a bindcluster the way the BindZone controller does,
@@ -57,13 +60,13 @@ func (c *benchCluster) zone(name string) *v1.BindZone {
 func (c *benchCluster) ensureRequest(n *bindcluster.Node, z *v1.BindZone, notify []string) agent.EnsureZoneRequest {
 	c.b.Helper()
 	zc, err := render.NewZoneClauses(c.Input(n))
-	must(c.b, err)
+	testkit.Must(c.b, err)
 	role := render.ZoneRoleSecondary
 	if n.Primary {
 		role = render.ZoneRolePrimary
 	}
 	clause, err := zc.Clause(z, role, notify)
-	must(c.b, err)
+	testkit.Must(c.b, err)
 	req := agent.EnsureZoneRequest{Zone: string(z.Spec.ZoneName), Clause: clause}
 	if n.Primary {
 		req.Seed = render.SeedZone(string(z.Spec.ZoneName), &v1.SOASpec{PrimaryNameServer: "dns.bench.svc.cluster.local."}, 0)
@@ -90,13 +93,9 @@ func (c *benchCluster) addZone(z *v1.BindZone, notify bool) {
 		}
 	}
 	for _, n := range c.Nodes {
-		deadline := time.Now().Add(15 * time.Second)
-		for !soaServed(n.DNSAddr(), string(z.Spec.ZoneName)) {
-			if time.Now().After(deadline) {
-				c.b.Fatalf("zone %s not served within 15s:\n%s", z.Spec.ZoneName, bindtest.Tail(n.Log(), 30))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		NewWithT(c.b).Eventually(func() bool { return soaServed(n.DNSAddr(), string(z.Spec.ZoneName)) }).
+			WithTimeout(15*time.Second).WithPolling(10*time.Millisecond).
+			Should(BeTrue(), func() string { return fmt.Sprintf("zone %s served:\n%s", z.Spec.ZoneName, bindtest.Tail(n.Log(), 30)) })
 	}
 }
 
@@ -105,11 +104,4 @@ func soaServed(addr, zone string) bool {
 	m.SetQuestion(dns.Fqdn(zone), dns.TypeSOA)
 	r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr)
 	return err == nil && r.Rcode == dns.RcodeSuccess && r.Authoritative && len(r.Answer) > 0
-}
-
-func must(b testing.TB, err error) {
-	b.Helper()
-	if err != nil {
-		b.Fatal(err)
-	}
 }

@@ -19,6 +19,7 @@ import (
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/internal/bindcluster"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 const (
@@ -38,7 +39,7 @@ func (c *benchCluster) update(zone, value string) {
 	m := new(dns.Msg)
 	m.SetUpdate(dns.Fqdn(zone))
 	rr, err := dns.NewRR(fmt.Sprintf("www.%s 60 IN A %s", dns.Fqdn(zone), value))
-	must(c.b, err)
+	testkit.Must(c.b, err)
 	m.RemoveRRset([]dns.RR{rr})
 	m.Insert([]dns.RR{rr})
 	m.SetTsig(k.Name+".", dns.HmacSHA256, 300, time.Now().Unix())
@@ -194,15 +195,15 @@ func zonesThroughRndc(b *testing.B) time.Duration {
 	for i := range reqs {
 		reqs[i] = c.ensureRequest(p, c.zone(fmt.Sprintf("z%d.bench", i)), nil)
 	}
-	must(b, os.MkdirAll(filepath.Dir(p.Paths.PrimaryZoneFile("", reqs[0].Zone)), 0o755))
+	testkit.Must(b, os.MkdirAll(filepath.Dir(p.Paths.PrimaryZoneFile("", reqs[0].Zone)), 0o755))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
 	s, err := c.Rndc(ctx, p)
-	must(b, err)
+	testkit.Must(b, err)
 	defer s.Close()
 	for _, r := range reqs {
-		must(b, os.WriteFile(p.Paths.PrimaryZoneFile("", r.Zone), []byte(r.Seed), 0o644))
+		testkit.Must(b, os.WriteFile(p.Paths.PrimaryZoneFile("", r.Zone), []byte(r.Seed), 0o644))
 		if _, err := s.Command(ctx, "addzone "+r.Zone+" "+r.Clause); err != nil {
 			b.Fatalf("addzone %s: %v", r.Zone, err)
 		}
