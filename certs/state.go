@@ -38,13 +38,8 @@ func parseState(data map[string][]byte) state {
 			}
 		}
 	}
-	if key, err := pki.DecodeKey(data[KeyCAKey]); err == nil {
-		for _, c := range st.trusted {
-			if kp, err := pki.NewKeyPair(c, key); err == nil {
-				st.signer = kp
-				break
-			}
-		}
+	if kp, err := pki.MatchKey(st.trusted, data[KeyCAKey]); err == nil {
+		st.signer = kp
 	}
 	if kp, err := pki.LoadKeyPair(data[KeyTLSCert], data[KeyTLSKey]); err == nil {
 		st.serving = kp

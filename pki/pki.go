@@ -4,8 +4,9 @@
 // one implementation, so they share the key type, the serial numbers, the
 // clock-skew allowance and the PEM forms.
 //
-// Keys are ECDSA P-256. Private keys are written as PKCS #8; SEC 1 ("EC
-// PRIVATE KEY", what cert-manager and openssl write) is read too.
+// Keys are ECDSA P-256. New private keys are written as PKCS #8; SEC 1 ("EC
+// PRIVATE KEY", what cert-manager and openssl write) is read too, and a key
+// that was read is kept in the form it came in.
 package pki
 
 import (
@@ -45,32 +46,41 @@ func (kp *KeyPair) String() string {
 // GoString masks %#v as well.
 func (kp *KeyPair) GoString() string { return kp.String() }
 
-// NewKeyPair joins a parsed certificate and its private key, refusing a key
-// that is not the certificate's.
-func NewKeyPair(cert *x509.Certificate, key *ecdsa.PrivateKey) (*KeyPair, error) {
+// newKeyPair joins a certificate and its private key, refusing a key that
+// is not the certificate's. keyPEM is kept as given, so material read from
+// a Secret is written back byte for byte.
+func newKeyPair(cert *x509.Certificate, key *ecdsa.PrivateKey, keyPEM []byte) (*KeyPair, error) {
 	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
 	if !ok || !pub.Equal(&key.PublicKey) {
 		return nil, errors.New("pki: the private key does not belong to the certificate")
 	}
-	keyPEM, err := EncodeKey(key)
-	if err != nil {
-		return nil, err
-	}
 	return &KeyPair{Cert: cert, CertPEM: EncodeCerts(cert), KeyPEM: keyPEM, key: key}, nil
 }
 
-// LoadKeyPair parses the first certificate of certPEM and the key in keyPEM.
-// Its errors never contain key bytes.
+// MatchKey returns the first of certs whose private key keyPEM is (a CA
+// bundle holds several certificates; its key belongs to one). Its errors
+// never contain key bytes.
+func MatchKey(certs []*x509.Certificate, keyPEM []byte) (*KeyPair, error) {
+	key, err := DecodeKey(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("pki: private key: %w", err)
+	}
+	for _, c := range certs {
+		if kp, err := newKeyPair(c, key, keyPEM); err == nil {
+			return kp, nil
+		}
+	}
+	return nil, errors.New("pki: the private key belongs to none of the certificates")
+}
+
+// LoadKeyPair parses the first certificate of certPEM and its key in
+// keyPEM.
 func LoadKeyPair(certPEM, keyPEM []byte) (*KeyPair, error) {
 	certs, err := DecodeCerts(certPEM)
 	if err != nil {
 		return nil, fmt.Errorf("pki: certificate: %w", err)
 	}
-	key, err := DecodeKey(keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("pki: private key: %w", err)
-	}
-	return NewKeyPair(certs[0], key)
+	return MatchKey(certs[:1], keyPEM)
 }
 
 // LoadCA is LoadKeyPair for a certificate that must be a CA.
@@ -164,7 +174,11 @@ func create(tmpl *x509.Certificate, parent *KeyPair) (*KeyPair, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewKeyPair(cert, key)
+	keyPEM, err := EncodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return newKeyPair(cert, key, keyPEM)
 }
 
 // newSerial returns a random positive 128-bit serial number (RFC 5280 allows

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"bytes"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -78,7 +79,7 @@ func TestLoadCAAndRenewal(t *testing.T) {
 }
 
 // Keys written by others (cert-manager, openssl) come as SEC 1; both forms
-// load, and errors never echo the key.
+// load and are kept in their form, and errors never echo the key.
 func TestDecodeKeyForms(t *testing.T) {
 	ca := newCA(t, time.Hour)
 	sec1, err := x509.MarshalECPrivateKey(ca.key)
@@ -89,8 +90,11 @@ func TestDecodeKeyForms(t *testing.T) {
 		"PKCS #8": ca.KeyPEM,
 		"SEC 1":   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: sec1}),
 	} {
-		if _, err := LoadCA(ca.CertPEM, keyPEM); err != nil {
+		back, err := LoadCA(ca.CertPEM, keyPEM)
+		if err != nil {
 			t.Errorf("%s: %v", name, err)
+		} else if !bytes.Equal(back.KeyPEM, keyPEM) {
+			t.Errorf("%s: a loaded key is written back in another form", name)
 		}
 	}
 	broken := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("secret-bytes")})
