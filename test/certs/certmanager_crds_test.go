@@ -11,22 +11,21 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
-// certManagerVersion is the cert-manager module pinned in go.mod; its zip
-// carries the CRDs cert-manager installs.
-const certManagerVersion = "v1.21.2"
-
 // certManagerCRDs reads the cert-manager.io CRDs (Issuer, Certificate, ...)
-// from the module cache. The files are plain YAML today, but the Helm chart
-// is built from them, so any line holding a template action is dropped
-// first rather than tripping the YAML parser in a later release.
+// from the zip of the cert-manager module in go.mod, the one whose Go types
+// the tests use. The files are plain YAML today, but the Helm chart is
+// built from them, so any line holding a template action is dropped first
+// rather than tripping the YAML parser in a later release.
 func certManagerCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	// go mod download fetches the zip on a fresh machine (nothing in the
-	// build imports cert-manager, so no build would) and reports its folder.
-	out, err := exec.Command("go", "mod", "download", "-json", "github.com/cert-manager/cert-manager@"+certManagerVersion).Output()
+	// Without a version, go mod download takes go.mod's and reports the
+	// module's folder (fetching it first on a fresh machine).
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/cert-manager/cert-manager").Output()
 	if err != nil {
-		return nil, fmt.Errorf("go mod download github.com/cert-manager/cert-manager@%s: %w", certManagerVersion, err)
+		return nil, fmt.Errorf("go mod download github.com/cert-manager/cert-manager: %w", err)
 	}
 	var mod struct{ Dir string }
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
@@ -43,7 +42,7 @@ func certManagerCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, doc := range splitYAML(stripTemplates(raw)) {
+		for _, doc := range testkit.SplitYAML(stripTemplates(raw)) {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := yaml.UnmarshalStrict(doc, crd); err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
@@ -66,16 +65,4 @@ func stripTemplates(raw []byte) []byte {
 		b.WriteString(line)
 	}
 	return b.Bytes()
-}
-
-// splitYAML splits a multi-document stream and drops empty documents.
-func splitYAML(raw []byte) [][]byte {
-	var docs [][]byte
-	for _, d := range strings.Split("\n"+string(raw), "\n---") {
-		if strings.TrimSpace(d) == "" {
-			continue
-		}
-		docs = append(docs, []byte(d))
-	}
-	return docs
 }

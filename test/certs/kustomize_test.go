@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // sigs.k8s.io/kustomize/api is not in this module's graph, so these tests do
@@ -59,36 +59,18 @@ type selector struct {
 }
 
 func configDir(parts ...string) string {
-	return filepath.Join(append([]string{envtestutil.RepoRoot(), "config"}, parts...)...)
+	return filepath.Join(append([]string{testkit.RepoRoot(), "config"}, parts...)...)
 }
 
 func readKustomization(t *testing.T, dir string) kustomization {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	must(t, err)
+	testkit.Must(t, err)
 	var k kustomization
 	if err := yaml.UnmarshalStrict(raw, &k); err != nil {
 		t.Fatalf("%s/kustomization.yaml: %v", dir, err)
 	}
 	return k
-}
-
-// readObjects parses every document of a manifest file.
-func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	must(t, err)
-	var out []*unstructured.Unstructured
-	for _, doc := range splitYAML(raw) {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 // objectsOf reads the resources of a kustomization folder, without
@@ -97,7 +79,7 @@ func objectsOf(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, r := range readKustomization(t, dir).Resources {
-		out = append(out, readObjects(t, filepath.Join(dir, r))...)
+		out = append(out, testkit.ReadObjects(t, filepath.Join(dir, r))...)
 	}
 	return out
 }
@@ -114,7 +96,7 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 func readFile(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	must(t, err)
+	testkit.Must(t, err)
 	return b
 }
 

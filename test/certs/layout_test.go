@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"git.unkin.net/unkin/bind-operator/certs"
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // generated files are written by `make manifests` from markers elsewhere.
@@ -23,7 +23,7 @@ var generated = map[string]bool{"config/rbac/role.yaml": true, "config/webhook/m
 // install and checks that what it lists exists (a missing generated file is
 // reported, since `make manifests` creates it).
 func TestKustomizationsReferenceExistingFiles(t *testing.T) {
-	root := envtestutil.RepoRoot()
+	root := testkit.RepoRoot()
 	for _, d := range []string{"crd", "rbac", "manager", "webhook", "certmanager", "default", "default-selfmanaged"} {
 		dir := configDir(d)
 		k := readKustomization(t, dir)
@@ -50,7 +50,7 @@ func TestKustomizationsReferenceExistingFiles(t *testing.T) {
 // install.
 func TestCRDKustomizationListsEveryCRD(t *testing.T) {
 	files, err := filepath.Glob(configDir("crd", "bases", "*.yaml"))
-	must(t, err)
+	testkit.Must(t, err)
 	var want []string
 	for _, f := range files {
 		want = append(want, "bases/"+filepath.Base(f))
@@ -144,15 +144,14 @@ func TestCertManagerOverlay(t *testing.T) {
 	if len(def.Patches) != 1 {
 		t.Fatalf("config/default patches: %v", def.Patches)
 	}
-	patch := readObjects(t, configDir("default", def.Patches[0].Path))[0]
+	patch := testkit.ReadObjects(t, configDir("default", def.Patches[0].Path))[0]
 	vols, _, _ := unstructured.NestedSlice(patch.Object, "spec", "template", "spec", "volumes")
 	cs, _, _ := unstructured.NestedSlice(patch.Object, "spec", "template", "spec", "containers")
 	if len(vols) != 1 || len(cs) != 1 {
 		t.Fatalf("patch must add one volume to one container, got %d/%d", len(vols), len(cs))
 	}
 	secretName, _, _ := unstructured.NestedString(vols[0].(map[string]any), "secret", "secretName")
-	serving := find(objectsOf(t, configDir("certmanager")), "Certificate", "serving-cert")
-	if want, _, _ := unstructured.NestedString(serving.Object, "spec", "secretName"); secretName != want || want == "" {
+	if want := readCertManager(t).certificate("serving-cert").Spec.SecretName; secretName != want || want == "" {
 		t.Errorf("Deployment mounts Secret %q, the Certificate writes %q", secretName, want)
 	}
 	mounts, _, _ := unstructured.NestedSlice(cs[0].(map[string]any), "volumeMounts")
@@ -202,7 +201,7 @@ func TestSelfManagedOverlay(t *testing.T) {
 		Path  string `json:"path"`
 		Value any    `json:"value"`
 	}
-	must(t, yamlUnmarshal(readFile(t, configDir("default-selfmanaged", k.Patches[0].Path)), &ops))
+	testkit.Must(t, yamlUnmarshal(readFile(t, configDir("default-selfmanaged", k.Patches[0].Path)), &ops))
 	var flagSet, mounted, emptyDir bool
 	for _, o := range ops {
 		switch o.Path {
@@ -230,8 +229,8 @@ func TestOperatorDefaultsMatchInstalledNames(t *testing.T) {
 	var f certs.Flags
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	f.BindFlags(fs)
-	must(t, fs.Parse([]string{"--webhook-cert-mode=self-managed"}))
-	must(t, f.Complete())
+	testkit.Must(t, fs.Parse([]string{"--webhook-cert-mode=self-managed"}))
+	testkit.Must(t, f.Complete())
 
 	_, c := managerContainer(t)
 	if f.Options.CertDir != certDirArg(t, c) {
@@ -246,7 +245,7 @@ func TestOperatorDefaultsMatchInstalledNames(t *testing.T) {
 
 	names := map[string]string{"MutatingWebhookConfiguration": "mutating-webhook-configuration", "ValidatingWebhookConfiguration": "validating-webhook-configuration"}
 	if path := configDir("webhook", "manifests.yaml"); fileExists(path) {
-		for _, o := range readObjects(t, path) {
+		for _, o := range testkit.ReadObjects(t, path) {
 			names[o.GetKind()] = o.GetName()
 		}
 	} else {
@@ -257,7 +256,7 @@ func TestOperatorDefaultsMatchInstalledNames(t *testing.T) {
 		t.Errorf("default configurations %v %v, installed %s %s", f.Options.MutatingWebhookConfigurations, f.Options.ValidatingWebhookConfigurations, wantM, wantV)
 	}
 
-	src := string(readFile(t, filepath.Join(envtestutil.RepoRoot(), "certs", "rbac.go")))
+	src := string(readFile(t, filepath.Join(testkit.RepoRoot(), "certs", "rbac.go")))
 	for res, want := range map[string]string{"mutatingwebhookconfigurations": wantM, "validatingwebhookconfigurations": wantV} {
 		re := regexp.MustCompile(`resources=` + res + `,resourceNames=([^,]+),`)
 		if m := re.FindStringSubmatch(src); m == nil || m[1] != want {

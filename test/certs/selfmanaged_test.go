@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,14 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/certs"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 const (
 	secretName  = "webhook-server-cert"
 	serviceName = "webhook-service"
-	// Every wait in these tests is bounded by this.
-	waitTimeout = 30 * time.Second
-	pollEvery   = 100 * time.Millisecond
 )
 
 // fixture is one isolated world: a namespace and a pair of webhook
@@ -42,7 +41,7 @@ func newFixture(t *testing.T) fixture {
 		name = name[:50]
 	}
 	f := fixture{ns: name, mutating: name + "-mutating", validating: name + "-validating"}
-	must(t, k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
+	testkit.Must(t, k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
 	f.createMutating(t)
 	f.createValidating(t)
 	return f
@@ -72,7 +71,7 @@ func (f fixture) createMutating(t *testing.T) {
 			AdmissionReviewVersions: []string{"v1"},
 		})
 	}
-	must(t, k8sClient.Create(ctx, obj))
+	testkit.Must(t, k8sClient.Create(ctx, obj))
 }
 
 func (f fixture) createValidating(t *testing.T) {
@@ -85,7 +84,7 @@ func (f fixture) createValidating(t *testing.T) {
 			AdmissionReviewVersions: []string{"v1"},
 		})
 	}
-	must(t, k8sClient.Create(ctx, obj))
+	testkit.Must(t, k8sClient.Create(ctx, obj))
 }
 
 func (f fixture) options(certDir string) certs.Options {
@@ -104,7 +103,7 @@ func (f fixture) dnsNames() []string {
 func (f fixture) secret(t *testing.T) *corev1.Secret {
 	t.Helper()
 	s := &corev1.Secret{}
-	must(t, k8sClient.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: secretName}, s))
+	testkit.Must(t, k8sClient.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: secretName}, s))
 	return s
 }
 
@@ -112,9 +111,9 @@ func (f fixture) secret(t *testing.T) *corev1.Secret {
 func (f fixture) bundles(t *testing.T) [][]byte {
 	t.Helper()
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	must(t, k8sClient.Get(ctx, types.NamespacedName{Name: f.mutating}, m))
+	testkit.Must(t, k8sClient.Get(ctx, types.NamespacedName{Name: f.mutating}, m))
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	must(t, k8sClient.Get(ctx, types.NamespacedName{Name: f.validating}, v))
+	testkit.Must(t, k8sClient.Get(ctx, types.NamespacedName{Name: f.validating}, v))
 	var out [][]byte
 	for _, w := range m.Webhooks {
 		out = append(out, w.ClientConfig.CABundle)
@@ -134,29 +133,10 @@ func (f fixture) allInjected(t *testing.T, bundle []byte) bool {
 	return true
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// eventually polls cond until it holds or the bounded wait runs out.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", waitTimeout, what)
-		}
-		time.Sleep(pollEvery)
-	}
-}
-
 func newManager(t *testing.T, o certs.Options) *certs.Manager {
 	t.Helper()
 	m, err := certs.New(k8sClient, o)
-	must(t, err)
+	testkit.Must(t, err)
 	return m
 }
 
@@ -184,7 +164,7 @@ func readDir(t *testing.T, dir string) map[string][]byte {
 	out := map[string][]byte{}
 	for _, n := range []string{"tls.crt", "tls.key", "ca.crt"} {
 		b, err := os.ReadFile(filepath.Join(dir, n))
-		must(t, err)
+		testkit.Must(t, err)
 		out[n] = b
 	}
 	return out
@@ -193,7 +173,7 @@ func readDir(t *testing.T, dir string) map[string][]byte {
 func TestSelfManagedIssuesInjectsAndReuses(t *testing.T) {
 	f := newFixture(t)
 	dir := t.TempDir()
-	must(t, newManager(t, f.options(dir)).Bootstrap(ctx))
+	testkit.Must(t, newManager(t, f.options(dir)).Bootstrap(ctx))
 
 	s := f.secret(t)
 	if s.Type != corev1.SecretTypeTLS {
@@ -224,7 +204,7 @@ func TestSelfManagedIssuesInjectsAndReuses(t *testing.T) {
 	// A restart (or a second replica with its own folder) adopts the
 	// Secret: no new certificate, no write.
 	dir2 := t.TempDir()
-	must(t, newManager(t, f.options(dir2)).Bootstrap(ctx))
+	testkit.Must(t, newManager(t, f.options(dir2)).Bootstrap(ctx))
 	again := f.secret(t)
 	if again.ResourceVersion != s.ResourceVersion {
 		t.Fatalf("second start rewrote the Secret (resourceVersion %s -> %s)", s.ResourceVersion, again.ResourceVersion)
@@ -240,12 +220,12 @@ func TestSelfManagedRenewsNearExpiryServingCertificate(t *testing.T) {
 	f := newFixture(t)
 	ca := issue(t, nil, "planted-ca", nil, time.Now().Add(2*365*24*time.Hour))
 	leaf := issue(t, ca, f.dnsNames()[0], f.dnsNames(), time.Now().Add(time.Hour))
-	must(t, k8sClient.Create(ctx, &corev1.Secret{
+	testkit.Must(t, k8sClient.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secretName},
 		Type:       corev1.SecretTypeTLS, Data: secretData(ca, leaf),
 	}))
 
-	must(t, newManager(t, f.options(t.TempDir())).Bootstrap(ctx))
+	testkit.Must(t, newManager(t, f.options(t.TempDir())).Bootstrap(ctx))
 	s := f.secret(t)
 	got := parseCerts(t, s.Data["tls.crt"])[0]
 	if got.SerialNumber.Cmp(leaf.cert.SerialNumber) == 0 {
@@ -266,7 +246,7 @@ func TestSelfManagedRenewsNearExpiryServingCertificate(t *testing.T) {
 func TestSelfManagedKeepsCABundleInjected(t *testing.T) {
 	f := newFixture(t)
 	m := newManager(t, f.options(t.TempDir()))
-	must(t, m.Bootstrap(ctx))
+	testkit.Must(t, m.Bootstrap(ctx))
 	bundle := f.secret(t).Data["ca.crt"]
 	start(t, m)
 
@@ -275,22 +255,22 @@ func TestSelfManagedKeepsCABundleInjected(t *testing.T) {
 	// second can only be repaired by reacting to the change.
 	for round := 1; round <= 2; round++ {
 		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		must(t, k8sClient.Get(ctx, types.NamespacedName{Name: f.validating}, v))
+		testkit.Must(t, k8sClient.Get(ctx, types.NamespacedName{Name: f.validating}, v))
 		for i := range v.Webhooks {
 			v.Webhooks[i].ClientConfig.CABundle = nil
 		}
-		must(t, k8sClient.Update(ctx, v))
-		eventually(t, fmt.Sprintf("emptied caBundle re-injected (round %d)", round), func() bool { return f.allInjected(t, bundle) })
+		testkit.Must(t, k8sClient.Update(ctx, v))
+		NewWithT(t).Eventually(func() bool { return f.allInjected(t, bundle) }).Should(BeTrue(), fmt.Sprintf("emptied caBundle re-injected (round %d)", round))
 	}
 
 	// The configuration is deleted and applied again, without a bundle.
-	must(t, k8sClient.Delete(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: f.mutating}}))
-	eventually(t, "mutating configuration gone", func() bool {
+	testkit.Must(t, k8sClient.Delete(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: f.mutating}}))
+	NewWithT(t).Eventually(func() bool {
 		err := k8sClient.Get(ctx, types.NamespacedName{Name: f.mutating}, &admissionregistrationv1.MutatingWebhookConfiguration{})
 		return client.IgnoreNotFound(err) == nil && err != nil
-	})
+	}).Should(BeTrue(), "mutating configuration gone")
 	f.createMutating(t)
-	eventually(t, "re-created configuration injected", func() bool { return f.allInjected(t, bundle) })
+	NewWithT(t).Eventually(func() bool { return f.allInjected(t, bundle) }).Should(BeTrue(), "re-created configuration injected")
 
 	if !bytes.Equal(f.secret(t).Data["ca.crt"], bundle) {
 		t.Fatal("re-injection changed the CA")
@@ -303,7 +283,7 @@ func TestSelfManagedRotatesCAWithHandover(t *testing.T) {
 	// its serving certificate (20 days left) is due as well.
 	oldCA := issue(t, nil, "old-ca", nil, time.Now().Add(30*24*time.Hour))
 	oldLeaf := issue(t, oldCA, f.dnsNames()[0], f.dnsNames(), time.Now().Add(20*24*time.Hour))
-	must(t, k8sClient.Create(ctx, &corev1.Secret{
+	testkit.Must(t, k8sClient.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secretName},
 		Type:       corev1.SecretTypeTLS, Data: secretData(oldCA, oldLeaf),
 	}))
@@ -311,7 +291,7 @@ func TestSelfManagedRotatesCAWithHandover(t *testing.T) {
 	o := f.options(dir)
 	o.CAHandover = 4 * time.Second
 	m := newManager(t, o)
-	must(t, m.Bootstrap(ctx))
+	testkit.Must(t, m.Bootstrap(ctx))
 
 	// Phase 1: the bundle holds both CAs and is injected, but the served
 	// certificate is still the old one (nobody trusted the new CA before).
@@ -331,16 +311,16 @@ func TestSelfManagedRotatesCAWithHandover(t *testing.T) {
 	// Phase 2: after the handover, the served certificate comes from the new
 	// CA, and the old CA stays trusted.
 	start(t, m)
-	eventually(t, "serving certificate re-issued by the new CA", func() bool {
+	NewWithT(t).Eventually(func() bool {
 		leaf := parseCerts(t, f.secret(t).Data["tls.crt"])
 		return len(leaf) == 1 && leaf[0].CheckSignatureFrom(newCA) == nil
-	})
+	}).Should(BeTrue(), "serving certificate re-issued by the new CA")
 	s = f.secret(t)
 	if b := parseCerts(t, s.Data["ca.crt"]); len(b) != 2 || !b[1].Equal(oldCA.cert) {
 		t.Fatal("old CA left the bundle before it expired")
 	}
 	verifyServing(t, s.Data["tls.crt"], s.Data["ca.crt"], f.dnsNames()...)
-	eventually(t, "files follow the Secret", func() bool { return bytes.Equal(readDir(t, dir)["tls.crt"], f.secret(t).Data["tls.crt"]) })
+	NewWithT(t).Eventually(func() bool { return bytes.Equal(readDir(t, dir)["tls.crt"], f.secret(t).Data["tls.crt"]) }).Should(BeTrue(), "files follow the Secret")
 	if !f.allInjected(t, s.Data["ca.crt"]) {
 		t.Fatal("bundle not injected after the handover")
 	}
@@ -378,7 +358,7 @@ func TestSelfManagedNeverLogsKeys(t *testing.T) {
 	// Every other test in the package has logged through logBuffer by now or
 	// will have when this runs last; run a full cycle here to be sure.
 	f := newFixture(t)
-	must(t, newManager(t, f.options(t.TempDir())).Bootstrap(ctx))
+	testkit.Must(t, newManager(t, f.options(t.TempDir())).Bootstrap(ctx))
 	s := f.secret(t)
 	logs := logBuffer.String()
 	if !strings.Contains(logs, "issued webhook certificates") {

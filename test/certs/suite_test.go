@@ -7,33 +7,34 @@ package certs
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/go-logr/logr/funcr"
-
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 var (
-	cfg       *rest.Config
 	k8sClient client.WithWatch
 	ctx       = context.Background()
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	// Everything the code under test logs, at every verbosity, is kept so a
+	// test can prove key material never reaches it.
+	logger := funcr.New(logBuffer.add, funcr.Options{Verbosity: 10})
+	crds, err := certManagerCRDs()
+	testkit.Main(m, testkit.Options{CRDs: crds, AddToScheme: cmv1.AddToScheme, Logger: &logger}, func(s *testkit.Suite) error {
+		k8sClient = s.Client
+		return err
+	})
 }
 
-// logBuffer captures everything the code under test logs, at every
-// verbosity, so a test can prove key material never reaches it.
+// logBuffer captures what the code under test logs.
 var logBuffer lockedBuilder
 
 type lockedBuilder struct {
@@ -51,31 +52,4 @@ func (l *lockedBuilder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-func run(m *testing.M) int {
-	logf.SetLogger(funcr.New(logBuffer.add, funcr.Options{Verbosity: 10}))
-	env, err := envtestutil.NewEnvironment()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cmCRDs, err := certManagerCRDs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env.CRDs = append(env.CRDs, cmCRDs...)
-	cfg, err = env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting kube-apiserver and etcd: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	k8sClient, err = client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
 }

@@ -9,18 +9,13 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 var netDialer = net.Dialer{Timeout: 2 * time.Second}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestWebhookServerPicksUpRotatedCertificate shows that controller-runtime
 // v0.25.2's webhook server reloads its certificate from CertDir (certwatcher:
@@ -43,13 +38,13 @@ func TestWebhookServerPicksUpRotatedCertificate(t *testing.T) {
 			install: func(t *testing.T, dir string, p *testPair) {
 				writeKubeletPayload(t, dir, "..2026_12_01_00_00_00.1", p)
 				for _, n := range []string{"tls.crt", "tls.key"} {
-					must(t, os.Symlink(filepath.Join("..data", n), filepath.Join(dir, n)))
+					testkit.Must(t, os.Symlink(filepath.Join("..data", n), filepath.Join(dir, n)))
 				}
 			},
 			rotate: func(t *testing.T, dir string, p *testPair) {
 				writeKubeletPayload(t, dir, "..2026_12_01_00_00_00.2", p)
 				// The kubelet removes the previous payload after the swap.
-				must(t, os.RemoveAll(filepath.Join(dir, "..2026_12_01_00_00_00.1")))
+				testkit.Must(t, os.RemoveAll(filepath.Join(dir, "..2026_12_01_00_00_00.1")))
 			},
 		},
 	}
@@ -57,7 +52,7 @@ func TestWebhookServerPicksUpRotatedCertificate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			l.install(t, dir, first)
-			port := freePort(t)
+			port := testkit.FreePort(t)
 			srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
 			runCtx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
@@ -72,16 +67,16 @@ func TestWebhookServerPicksUpRotatedCertificate(t *testing.T) {
 			})
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
-			eventually(t, "webhook server serves the first certificate", func() bool {
+			NewWithT(t).Eventually(func() bool {
 				c, err := servedCertificate(addr)
 				return err == nil && c.Equal(first.cert)
-			})
+			}).Should(BeTrue(), "webhook server serves the first certificate")
 
 			l.rotate(t, dir, second)
-			eventually(t, "a new handshake sees the rotated certificate", func() bool {
+			NewWithT(t).Eventually(func() bool {
 				c, err := servedCertificate(addr)
 				return err == nil && c.Equal(second.cert)
-			})
+			}).Should(BeTrue(), "a new handshake sees the rotated certificate")
 			select {
 			case err := <-done:
 				t.Fatalf("the webhook server stopped (%v): the rotation must not need a restart", err)
@@ -95,8 +90,8 @@ func writePairByRename(t *testing.T, dir string, p *testPair) {
 	t.Helper()
 	for name, data := range map[string][]byte{"tls.key": p.keyPEM, "tls.crt": p.certPEM} {
 		tmp := filepath.Join(dir, "."+name+".tmp")
-		must(t, os.WriteFile(tmp, data, 0o600))
-		must(t, os.Rename(tmp, filepath.Join(dir, name)))
+		testkit.Must(t, os.WriteFile(tmp, data, 0o600))
+		testkit.Must(t, os.Rename(tmp, filepath.Join(dir, name)))
 	}
 }
 
@@ -104,9 +99,9 @@ func writePairByRename(t *testing.T, dir string, p *testPair) {
 // timestamped folder, point ..data_tmp at it, rename ..data_tmp over ..data.
 func writeKubeletPayload(t *testing.T, dir, payload string, p *testPair) {
 	t.Helper()
-	must(t, os.Mkdir(filepath.Join(dir, payload), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, payload, "tls.crt"), p.certPEM, 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, payload, "tls.key"), p.keyPEM, 0o600))
-	must(t, os.Symlink(payload, filepath.Join(dir, "..data_tmp")))
-	must(t, os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
+	testkit.Must(t, os.Mkdir(filepath.Join(dir, payload), 0o755))
+	testkit.Must(t, os.WriteFile(filepath.Join(dir, payload, "tls.crt"), p.certPEM, 0o644))
+	testkit.Must(t, os.WriteFile(filepath.Join(dir, payload, "tls.key"), p.keyPEM, 0o600))
+	testkit.Must(t, os.Symlink(payload, filepath.Join(dir, "..data_tmp")))
+	testkit.Must(t, os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
 }
