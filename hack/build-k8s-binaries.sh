@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the control-plane binaries the tests need (kube-apiserver, etcd,
-# kube-controller-manager, kubectl) from the Go module proxy, because no
-# prebuilt envtest archive can be downloaded here. Each binary is built only
+# Builds the Kubernetes binaries the tests need (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kube-proxy, kubelet, kubectl) from
+# the Go module proxy, because no prebuilt release archive can be downloaded
+# here. Each binary is built only
 # when it is missing from the output folder, so a warm machine pays nothing.
 #
 # usage: hack/build-k8s-binaries.sh OUTDIR [binary...]
@@ -12,7 +13,7 @@ ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(etcd kube-apiserver kube-controller-manager kubectl)
+[ ${#want[@]} -gt 0 ] || want=(etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl)
 
 missing=()
 for b in "${want[@]}"; do [ -x "$out/$b" ] || missing+=("$b"); done
@@ -72,9 +73,15 @@ build_k8s() {
     echo ")"
   } > tools.go
   go mod tidy -e >/dev/null 2>&1 || true
+  # Without the version stamp the binaries report v0.0.0-master, which the
+  # kubelet then registers as its version.
+  local minor=${K8S_VERSION#1.}
+  minor=${minor%%.*}
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}"
   for b in "$@"; do
-    echo "building $b (several minutes on 2 cores)" >&2
-    CGO_ENABLED=0 go build -o "$out/$b" "k8s.io/kubernetes/cmd/$b"
+    echo "building $b v${K8S_VERSION} (minutes on 2 cores)" >&2
+    CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+    mv "$out/$b.tmp" "$out/$b"
   done
 }
 
@@ -82,7 +89,7 @@ k8s=()
 for b in "${missing[@]}"; do
   case "$b" in
     etcd) echo "building etcd v${ETCD_VERSION}" >&2; build_etcd ;;
-    kube-apiserver|kube-controller-manager|kubectl) k8s+=("$b") ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubelet|kubectl) k8s+=("$b") ;;
     *) echo "unknown binary $b" >&2; exit 2 ;;
   esac
 done
