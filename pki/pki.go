@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"time"
 )
 
@@ -122,6 +123,9 @@ func NewCA(subject pkix.Name, now time.Time, validity time.Duration) (*KeyPair, 
 type Leaf struct {
 	Subject  pkix.Name
 	DNSNames []string
+	// IPAddresses are the addresses a server is reached at directly (a
+	// Kubernetes API server at its ClusterIP and node address).
+	IPAddresses []net.IP
 	// Usage is the one thing the certificate is for: serving
 	// (x509.ExtKeyUsageServerAuth) or calling (x509.ExtKeyUsageClientAuth).
 	// One usage each, so a server's certificate cannot act as a client.
@@ -141,7 +145,8 @@ func (ca *KeyPair) Issue(leaf Leaf, now time.Time, validity time.Duration) (*Key
 	}
 	return create(&x509.Certificate{
 		Subject:   leaf.Subject,
-		DNSNames:  append([]string(nil), leaf.DNSNames...),
+		DNSNames:    append([]string(nil), leaf.DNSNames...),
+		IPAddresses: append([]net.IP(nil), leaf.IPAddresses...),
 		NotBefore: now.Add(-Backdate),
 		NotAfter:  notAfter,
 		// ECDSA keys sign the handshake; they never encipher a key, so
