@@ -144,11 +144,11 @@ func (ca *KeyPair) Issue(leaf Leaf, now time.Time, validity time.Duration) (*Key
 		notAfter = ca.Cert.NotAfter
 	}
 	return create(&x509.Certificate{
-		Subject:   leaf.Subject,
+		Subject:     leaf.Subject,
 		DNSNames:    append([]string(nil), leaf.DNSNames...),
 		IPAddresses: append([]net.IP(nil), leaf.IPAddresses...),
-		NotBefore: now.Add(-Backdate),
-		NotAfter:  notAfter,
+		NotBefore:   now.Add(-Backdate),
+		NotAfter:    notAfter,
 		// ECDSA keys sign the handshake; they never encipher a key, so
 		// KeyEncipherment would be wrong here.
 		KeyUsage:              x509.KeyUsageDigitalSignature,
