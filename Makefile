@@ -61,28 +61,33 @@ deps: ## Install the Debian packages the tests need (BIND 9.18 tools).
 	hack/install-deps.sh
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver, etcd, kube-controller-manager and kubectl from the Go module proxy into bin/k8s (once).
-	hack/build-k8s-binaries.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager kubectl
+envtest: ## Build etcd and the Kubernetes binaries (API server to kubelet) from the Go module proxy into bin/k8s (once).
+	hack/build-k8s-binaries.sh $(K8S_BIN)
+
+.PHONY: images
+images: deps ## Build the pause, BIND and operator images into bin/images with buildah (cached; no registry, no Docker).
+	hack/build-images.sh $(CURDIR)/bin/images
 
 .PHONY: test
-# The local-cluster packages each run a machine-wide cluster (one at a time,
-# behind a lock); they run after the rest, one package after the other.
+# The local-cluster packages each run a machine-wide cluster on a real node
+# (one at a time, behind a lock); they run after the rest, one package after
+# the other.
 LOCALCLUSTER_PKGS := ./test/localcluster/... ./test/e2e/...
 
-test: deps envtest verify-generated lint ## Install what is missing, then run every test.
+test: deps envtest images verify-generated lint ## Install what is missing, then run every test.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/localcluster -e /test/e2e)
-	$(GO) test -count=1 -p 1 $(LOCALCLUSTER_PKGS)
+	$(GO) test -count=1 -p 1 -timeout 40m $(LOCALCLUSTER_PKGS)
 
 .PHONY: bench
 # Each benchmark prints its table beside a baseline measured in the same run;
 # -p 1 keeps them from sharing the two cores. The last one is the local
 # cluster's (issue 6 i), a test that prints its table.
-bench: deps envtest ## Run the benchmarks and print their tables.
+bench: deps envtest images ## Run the benchmarks and print their tables.
 	$(GO) test -run '^$$' -bench . -benchmem -p 1 $$($(GO) list ./... | grep -v -e /test/localcluster -e /test/e2e)
 	$(GO) test -count=1 -run '^TestInClusterBench$$' -v ./test/e2e/
 
 ##@ Demo
 
 .PHONY: demo
-demo: build ## See README: what the demo does today.
+demo: ## A local cluster on a real node, the operator installed from its image, the samples applied, dig answers (root).
 	hack/demo.sh

@@ -16,7 +16,8 @@
 #
 # Everything is cached in OUTDIR (bin/images): an archive is rebuilt only
 # when its inputs change (for bind-operator: any file of the build context),
-# and buildah's own storage (OUTDIR/buildah) keeps the base images. Builds
+# and buildah's own storage (OUTDIR/.buildah: a dot folder, so `go ./...`
+# skips the Go sources inside the golang image) keeps the base images. Builds
 # mount the host's Go module and build caches, so a rebuild after a code
 # change takes about a minute.
 #
@@ -40,7 +41,7 @@ done
 
 # One storage of buildah's own for these builds, so nothing lands in
 # /var/lib/containers. vfs works on any filesystem (no overlay mounts).
-storage=(--root "$out/buildah/storage" --runroot "$out/buildah/run" --storage-driver vfs)
+storage=(--root "$out/.buildah/storage" --runroot "$out/.buildah/run" --storage-driver vfs)
 bah() { buildah "${storage[@]}" "$@"; }
 has_image() { bah inspect --type image "$1" >/dev/null 2>&1; }
 

@@ -1,4 +1,4 @@
-package localcluster
+package localcluster_test
 
 import (
 	"bufio"
@@ -10,130 +10,88 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
 )
 
-// crashChildEnv makes TestCrashChild start a cluster with one pod and then
-// wait to be killed.
-const crashChildEnv = "LOCALCLUSTER_CRASH_CHILD"
+const crashChildEnv = "BIND_LOCALCLUSTER_CRASH_CHILD"
 
+// TestCrashChild is the process TestStartSweepsAfterCrash kills: it starts
+// a cluster with a running pod, says so, and waits to be killed.
 func TestCrashChild(t *testing.T) {
 	if os.Getenv(crashChildEnv) == "" {
-		t.Skip("helper of TestStartSweepsAfterCrash")
+		t.Skip("run by TestStartSweepsAfterCrash")
 	}
-	ctx := context.Background()
-	c, err := Start(ctx, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := localcluster.Start(ctx, localcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "s", Image: BindImage, Command: []string{"sleep", "300"},
-			VolumeMounts: []corev1.VolumeMount{{Name: "e", MountPath: "/var/lib/lc-crash/deep"}}}},
-			Volumes: []corev1.Volume{{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
+	_, err = c.Client().CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "sleeper"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Containers: []corev1.Container{{
+				Name: "named", Image: bindImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sleep", "600"},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err == nil {
+		_, err = c.WaitPodReady(ctx, "default", "sleeper", 2*time.Minute)
 	}
-	if _, err := c.Client().CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitPodReady(ctx, "default", "victim", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	os.Stdout.WriteString("READY " + c.WorkDir() + "\n")
-	time.Sleep(2 * time.Minute) // killed long before
+	os.Stdout.WriteString("CLUSTER-UP\n")
+	<-ctx.Done() // killed long before
 }
 
-// A harness killed with SIGKILL leaves a namespace, the bridge, a mount
-// point and its work folder; its container processes die with it
-// (Pdeathsig); the next Start removes the rest.
+// TestStartSweepsAfterCrash kills a process that runs a cluster with
+// SIGKILL — no Stop, no deferred cleanup — and checks that the next Start
+// removes what it left (the kubelet's containers, containerd's shims,
+// mounts, the bridge, nftables tables, cgroups, sysctls) so that after its
+// own Stop the host is as it was.
 func TestStartSweepsAfterCrash(t *testing.T) {
-	requireEnv(t)
-	self, _ := os.Executable()
-	cmd := exec.Command(self, "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), crashChildEnv+"=1")
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives this test
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	ready := make(chan string, 1)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	before := localcluster.TakeHostSnapshot(ctx)
+
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
+	child.Env = append(os.Environ(), crashChildEnv+"=1")
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(child.Start()).To(Succeed())
+	up := make(chan bool, 1)
 	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if w, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-				ready <- w
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			t.Log("child: " + s.Text())
+			if strings.Contains(s.Text(), "CLUSTER-UP") {
+				up <- true
 			}
 		}
+		close(up)
 	}()
-	var work string
-	select {
-	case work = <-ready:
-	case <-time.After(defaultLockWait + 90*time.Second):
-		// The child may first wait for another package's cluster to stop.
-		t.Fatal("child cluster did not come up")
-	}
-	if len(Leftovers()) == 0 {
-		t.Fatal("child made no namespace or link")
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
-	checkContainersDied(t)
-	orphans := controlPlaneOrphans()
-	if len(orphans) == 0 {
-		t.Fatal("expected the killed harness' etcd and kube-apiserver to be orphaned")
-	}
+	g.Expect(<-up).To(BeTrue(), "the child never brought its cluster up")
+	g.Expect(child.Process.Signal(syscall.SIGKILL)).To(Succeed())
+	_ = child.Wait()
 
-	c, err := Start(context.Background(), Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Pdeathsig took the control plane down with the child; the
+	// containers, daemonised shims and host settings are still there.
+	left := before.Added(localcluster.TakeHostSnapshot(ctx))
+	g.Expect(left).To(ContainElement(HavePrefix("link: " + localcluster.BridgeName)))
+	g.Expect(left).NotTo(ContainElement(HaveSuffix(" kube-apiserver")))
+
+	c, err := localcluster.Start(ctx, localcluster.Options{Logf: t.Logf})
+	g.Expect(err).NotTo(HaveOccurred())
 	c.Stop()
-	if left := Leftovers(); len(left) != 0 {
-		t.Fatalf("left behind: %v", left)
-	}
-	for _, pid := range orphans {
-		if processAlive(pid) {
-			t.Fatalf("orphaned control-plane process %d survived the sweep", pid)
-		}
-	}
-	for _, p := range []string{work, "/var/lib/lc-crash/deep", "/var/lib/lc-crash"} {
-		if _, err := os.Lstat(p); !os.IsNotExist(err) {
-			t.Fatalf("%s survived the sweep", p)
-		}
-	}
-}
-
-// checkContainersDied: container processes die with their harness (Pdeathsig).
-func checkContainersDied(t *testing.T) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		alive := ""
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), "sleep\x00300") {
-				alive = e.Name()
-			}
-		}
-		if alive == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container process %s survived its harness", alive)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// controlPlaneOrphans are the processes the killed child recorded.
-func controlPlaneOrphans() []int {
-	b, _ := os.ReadFile(createdLog)
-	var out []int
-	for _, l := range strings.Fields(string(b)) {
-		if pid, st, ok := parsePidEntry(l); ok && startTime(pid) == st {
-			out = append(out, pid)
-		}
-	}
-	return out
+	g.Expect(before.Added(localcluster.TakeHostSnapshot(ctx))).To(BeEmpty(), "the host after a crash, Start and Stop differs from before")
 }

@@ -2,160 +2,148 @@ package localcluster
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"sync"
+	"strings"
 )
 
-// Address plan (DESIGN §7: only 198.18.0.0/15, on links the harness owns).
-var (
-	podCIDR     = netip.MustParsePrefix("198.18.0.0/16") // the node's podCIDR
-	gatewayIP   = netip.MustParseAddr("198.18.0.1")      // on the bridge; also the node's IP
-	serviceCIDR = netip.MustParsePrefix("198.19.0.0/16") // kube-apiserver --service-cluster-ip-range
-)
-
-// ServiceCIDR is the Service ClusterIP range of the local cluster.
-const ServiceCIDR = "198.19.0.0/16"
-
-// PodCIDR is the node's pod range.
-const PodCIDR = "198.18.0.0/16"
-
-// ipam hands out pod addresses from a moving cursor: an address comes back
-// only after the whole range (65,000 addresses) has been used, so a new pod
-// never gets an address one of the recent pods had.
-type ipam struct {
-	mu     sync.Mutex
-	next   uint32
-	inUse  map[netip.Addr]bool
-	seq    int
-	recent []netip.Addr
+// hostSysctls are the sysctls this cluster changes itself (forwarding for
+// pod→ClusterIP traffic, bridged traffic through netfilter so kube-proxy's
+// rules see it) and the ones the kubelet and kube-proxy rewrite on start.
+// Their values are journaled before anything starts and restored on Stop.
+var hostSysctls = []string{
+	"net.ipv4.ip_forward",
+	"net.bridge.bridge-nf-call-iptables",
+	"vm.overcommit_memory",
+	"vm.panic_on_oom",
+	"kernel.panic",
+	"kernel.panic_on_oops",
+	"kernel.keys.root_maxkeys",
+	"kernel.keys.root_maxbytes",
+	"net.netfilter.nf_conntrack_max",
+	"net.netfilter.nf_conntrack_tcp_timeout_established",
+	"net.netfilter.nf_conntrack_tcp_timeout_close_wait",
+	"net.ipv4.conf.all.route_localnet",
 }
 
-func newIPAM() *ipam { return &ipam{next: 10, inUse: map[netip.Addr]bool{}} }
-
-func (a *ipam) allocate() (netip.Addr, int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	base := binary.BigEndian.Uint32(podCIDR.Addr().AsSlice())
-	size := uint32(1) << (32 - podCIDR.Bits())
-	for i := uint32(0); i < size; i++ {
-		off := a.next
-		a.next++
-		if a.next >= size-1 {
-			a.next = 10
-		}
-		var b [4]byte
-		binary.BigEndian.PutUint32(b[:], base+off)
-		ip := netip.AddrFrom4(b)
-		if a.inUse[ip] || a.recentlyUsed(ip) {
-			continue
-		}
-		a.inUse[ip] = true
-		a.recent = append(a.recent, ip)
-		if len(a.recent) > 64 {
-			a.recent = a.recent[1:]
-		}
-		a.seq++
-		return ip, a.seq, nil
-	}
-	return netip.Addr{}, 0, fmt.Errorf("pod range %s exhausted", podCIDR)
+func sysctlPath(name string) string {
+	return filepath.Join("/proc/sys", strings.ReplaceAll(name, ".", "/"))
 }
 
-func (a *ipam) recentlyUsed(ip netip.Addr) bool {
-	for _, r := range a.recent {
-		if r == ip {
-			return true
-		}
+func readSysctl(name string) (string, bool) {
+	b, err := os.ReadFile(sysctlPath(name))
+	if err != nil {
+		return "", false
 	}
-	return false
+	return strings.TrimSpace(string(b)), true
 }
 
-func (a *ipam) release(ip netip.Addr) {
-	a.mu.Lock()
-	delete(a.inUse, ip)
-	a.mu.Unlock()
+func writeSysctl(name, value string) error {
+	return os.WriteFile(sysctlPath(name), []byte(value+"\n"), 0o644)
 }
 
-// setupHostNetwork creates the bridge: it holds the gateway address and,
-// as /32s, the Service ClusterIPs. IPv6 is off on both: no router solicitations or
-// multicast leave them.
-func setupHostNetwork(ctx context.Context) error {
-	steps := [][]string{
-		{"link", "add", bridgeName, "type", "bridge"},
-		{"addr", "add", gatewayIP.String() + "/16", "dev", bridgeName},
+// setupNetwork journals the host's sysctls and nftables tables, then makes
+// the bridge the node and its pods live on, the route that keeps ClusterIP
+// traffic on it, and a guard table that drops anything a pod sends outside
+// the test ranges (docs/testing.md: tests talk only to loopback and
+// 198.18.0.0/15).
+func (c *Cluster) setupNetwork(ctx context.Context) error {
+	tables, err := nftTables(ctx)
+	if err != nil {
+		return err
 	}
-	for _, s := range steps {
-		if err := run(ctx, "ip", s...); err != nil {
-			return err
+	saved := map[string]string{}
+	for _, name := range hostSysctls {
+		if v, ok := readSysctl(name); ok {
+			saved[name] = v
 		}
 	}
-	for _, l := range []string{bridgeName} {
-		writeSysctl(filepath.Join("/proc/sys/net/ipv6/conf", l, "disable_ipv6"), "1")
-		if err := run(ctx, "ip", "link", "set", l, "up"); err != nil {
-			return err
+	if err := c.state.update(func(s *state) {
+		s.Sysctls = saved
+		s.NftTables = tables
+	}); err != nil {
+		return err
+	}
+	for _, name := range []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables"} {
+		if _, ok := saved[name]; !ok {
+			return errorf("sysctl %s is missing: the kernel needs IPv4 forwarding and the br_netfilter module (modprobe br_netfilter)", name)
+		}
+		if err := writeSysctl(name, "1"); err != nil {
+			return errorf("set %s: %v", name, err)
 		}
 	}
-	return nil
+	for _, args := range [][]string{
+		{"link", "add", BridgeName, "type", "bridge"},
+		{"addr", "add", NodeIP.String() + "/16", "dev", BridgeName},
+		{"link", "set", BridgeName, "up"},
+		// ClusterIPs are DNATed by kube-proxy; the route makes sure a
+		// packet it does not know never takes the host's default route.
+		{"route", "add", ServiceCIDR.String(), "dev", BridgeName, "src", NodeIP.String()},
+	} {
+		if _, err := run(ctx, "ip", args...); err != nil {
+			return errorf("network: %v", err)
+		}
+	}
+	guard := fmt.Sprintf(`table inet %[1]s {
+	chain forward {
+		type filter hook forward priority -10; policy accept;
+		ip saddr %[2]s ip daddr != { 198.18.0.0/15, 127.0.0.0/8 } counter drop
+	}
+}
+`, nftGuardTable, PodCIDR)
+	if err := os.WriteFile(c.opts.path("guard.nft"), []byte(guard), 0o644); err != nil {
+		return err
+	}
+	if _, err := run(ctx, "nft", "-f", c.opts.path("guard.nft")); err != nil {
+		return errorf("network: %v", err)
+	}
+	return c.writeCNIConfig()
 }
 
-// podNet is one pod's network: a namespace with eth0 (its address) on a
-// veth whose host end is on the bridge. Its only routes are the pod range
-// (on link) and the Service range via the gateway: there is no default
-// route, so nothing a pod sends can leave the test network.
-type podNet struct {
-	ns    string
-	veth  string
-	ip    netip.Addr
-	nsDir string
+// writeCNIConfig gives pods an address on the bridge with two routes, the
+// pod subnet on link and the Service range via the node; no default route,
+// so nothing a pod sends can leave the test network.
+func (c *Cluster) writeCNIConfig() error {
+	conf := fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "bind-localcluster",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": %q,
+      "isGateway": true,
+      "isDefaultGateway": false,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": %q,
+        "ranges": [[{"subnet": %q, "rangeStart": "198.18.0.10", "rangeEnd": "198.18.255.254", "gateway": %q}]],
+        "routes": [{"dst": %q}]
+      }
+    }
+  ]
+}
+`, BridgeName, c.opts.path("cni", "ipam"), PodCIDR, NodeIP, ServiceCIDR)
+	dir := c.opts.path("cni", "net.d")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "10-bind-localcluster.conflist"), []byte(conf), 0o644)
 }
 
-func (n *podNet) path() string { return filepath.Join(netnsDir, n.ns) }
-
-func createPodNet(ctx context.Context, ip netip.Addr, seq int) (*podNet, error) {
-	n := &podNet{ns: fmt.Sprintf("%s-pod%d", namePrefix, seq), veth: fmt.Sprintf("%sv%d", namePrefix, seq), ip: ip}
-	peer := fmt.Sprintf("%sp%d", namePrefix, seq)
-	steps := [][]string{
-		{"netns", "add", n.ns},
-		{"link", "add", n.veth, "type", "veth", "peer", "name", peer},
-		{"link", "set", peer, "netns", n.ns},
-		{"-n", n.ns, "link", "set", peer, "name", "eth0"},
+// nftTables lists the host's nftables tables as "family name".
+func nftTables(ctx context.Context) ([]string, error) {
+	out, err := run(ctx, "nft", "list", "tables")
+	if err != nil {
+		return nil, errorf("nftables: %v", err)
 	}
-	for _, s := range steps {
-		if err := run(ctx, "ip", s...); err != nil {
-			n.teardown(context.Background())
-			return nil, err
+	tables := []string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "table" {
+			tables = append(tables, f[1]+" "+f[2])
 		}
 	}
-	writeSysctl(filepath.Join("/proc/sys/net/ipv6/conf", n.veth, "disable_ipv6"), "1")
-	// Inside the namespace: IPv6 only on loopback (::1 keeps working).
-	_ = run(ctx, "ip", "netns", "exec", n.ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6")
-	steps = [][]string{
-		{"-n", n.ns, "addr", "add", ip.String() + "/16", "dev", "eth0"},
-		{"-n", n.ns, "link", "set", "lo", "up"},
-		{"-n", n.ns, "link", "set", "eth0", "up"},
-		{"-n", n.ns, "route", "add", serviceCIDR.String(), "via", gatewayIP.String(), "dev", "eth0"},
-		{"link", "set", n.veth, "master", bridgeName},
-		{"link", "set", n.veth, "up"},
-	}
-	for _, s := range steps {
-		if err := run(ctx, "ip", s...); err != nil {
-			n.teardown(context.Background())
-			return nil, err
-		}
-	}
-	return n, nil
-}
-
-// teardown kills any process left in the namespace, then removes it and
-// the veth (best effort; errors are reported by Leftovers at Stop).
-func (n *podNet) teardown(ctx context.Context) {
-	if _, err := os.Stat(n.path()); err == nil {
-		_ = deleteNetns(ctx, n.ns)
-	}
-	if _, err := os.Stat(filepath.Join("/sys/class/net", n.veth)); err == nil {
-		_ = run(ctx, "ip", "link", "delete", n.veth)
-	}
+	return tables, nil
 }

@@ -3,260 +3,287 @@ package localcluster
 import (
 	"context"
 	"fmt"
-	"sync"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	listerscorev1 "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 )
 
-func everything() labels.Selector { return labels.Everything() }
-
-// node is the kubelet and the scheduler of the single node.
-type node struct {
-	c            *Cluster
-	name         string
-	factory      informers.SharedInformerFactory
-	podLister    listerscorev1.PodLister
-	cmLister     listerscorev1.ConfigMapLister
-	secretLister listerscorev1.SecretLister
-	pvcLister    listerscorev1.PersistentVolumeClaimLister
-
-	mu      sync.Mutex
-	workers map[types.UID]*podWorker
-	kick    chan struct{}
-	ctx     context.Context
-	wg      *sync.WaitGroup
+// fixedPaths are the host paths containerd, the CNI plugins and the
+// kubelet use whatever they are configured with. Those that did not exist
+// before are journaled and removed on Stop.
+var fixedPaths = []string{
+	"/run/containerd",
+	"/var/lib/cni",
+	"/var/lib/kubelet",
+	"/var/log/containers",
+	"/var/log/pods",
+	"/etc/cni",
+	"/opt/cni",
 }
 
-func newNode(c *Cluster) *node {
-	f := informers.NewSharedInformerFactory(c.client, 0)
-	return &node{
-		c: c, name: c.opts.NodeName, factory: f,
-		podLister:    f.Core().V1().Pods().Lister(),
-		cmLister:     f.Core().V1().ConfigMaps().Lister(),
-		secretLister: f.Core().V1().Secrets().Lister(),
-		pvcLister:    f.Core().V1().PersistentVolumeClaims().Lister(),
-		workers:      map[types.UID]*podWorker{},
-		kick:         make(chan struct{}, 1),
-	}
-}
+func (c *Cluster) containerdSocket() string { return c.opts.path("containerd", "containerd.sock") }
 
-func (n *node) start(ctx context.Context, wg *sync.WaitGroup) error {
-	n.ctx, n.wg = ctx, wg
-	if err := n.register(ctx); err != nil {
-		return fmt.Errorf("register node: %w", err)
-	}
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { n.poke() },
-		UpdateFunc: func(any, any) { n.poke() },
-		DeleteFunc: func(any) { n.poke() },
-	}
-	for _, inf := range []cache.SharedIndexInformer{
-		n.factory.Core().V1().Pods().Informer(),
-		n.factory.Core().V1().ConfigMaps().Informer(),
-		n.factory.Core().V1().Secrets().Informer(),
-		n.factory.Core().V1().PersistentVolumeClaims().Informer(),
-	} {
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return err
+// startNode runs containerd with its own root, state and socket, imports
+// the images, then starts the kubelet and kube-proxy and waits for the
+// node to be Ready.
+func (c *Cluster) startNode(ctx context.Context) error {
+	var created []string
+	for _, p := range fixedPaths {
+		if _, err := os.Lstat(p); os.IsNotExist(err) {
+			created = append(created, p)
 		}
 	}
-	// The proxy's informers come from the same factory; create them before Start.
-	n.factory.Core().V1().Services().Informer()
-	n.factory.Discovery().V1().EndpointSlices().Informer()
-	n.factory.Start(ctx.Done())
-	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for typ, ok := range n.factory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer cache for %v did not sync", typ)
-		}
+	if err := c.state.update(func(s *state) { s.Paths = created }); err != nil {
+		return err
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		n.loop(ctx)
-	}()
-	return nil
-}
+	if err := c.makeCgroupRoot(); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
-func (n *node) poke() {
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
-}
+[grpc]
+  address = %[3]q
 
-// register creates the Node: Ready, with room for many pods and the pod
-// range as its podCIDR.
-func (n *node) register(ctx context.Context) error {
-	nd := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{
-			corev1.LabelHostname: n.name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
-		}},
-		Spec: corev1.NodeSpec{PodCIDR: PodCIDR, PodCIDRs: []string{PodCIDR}},
+[ttrpc]
+  address = %[4]q
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[5]q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[6]q
+  # No CAP_SYS_RESOURCE here: without this runc fails with "can't get
+  # final child's PID from pipe: EOF".
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  disable_apparmor = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %[7]q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %[8]q
+`, c.opts.path("containerd", "root"), c.opts.path("containerd", "state"), c.containerdSocket(),
+		c.containerdSocket()+".ttrpc", c.opts.path("containerd", "opt"), c.opts.PauseImage,
+		c.opts.path("cni", "net.d"), c.opts.path("containerd", "certs.d"))
+	if err := os.MkdirAll(c.opts.path("containerd"), 0o711); err != nil {
+		return err
 	}
-	cs := n.c.client.CoreV1()
-	created, err := cs.Nodes().Create(ctx, nd, metav1.CreateOptions{})
+	if err := c.writeRegistryBlackhole(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.opts.path("containerd", "config.toml"), []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	containerd, err := c.startDaemon("containerd", "containerd", "--config", c.opts.path("containerd", "config.toml"))
 	if err != nil {
 		return err
 	}
-	res := corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("64"),
-		corev1.ResourceMemory:           resource.MustParse("256Gi"),
-		corev1.ResourcePods:             resource.MustParse("250"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+	if err := c.waitUntil(ctx, "containerd", 30*time.Second, func() (bool, error) {
+		_, err := c.ctr(ctx, "version")
+		return err == nil, err
+	}, containerd); err != nil {
+		return err
 	}
-	now := metav1.Now()
-	created.Status = corev1.NodeStatus{
-		Capacity: res, Allocatable: res,
-		Phase: corev1.NodeRunning,
-		Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			Message: "localcluster node agent is ready", LastHeartbeatTime: now, LastTransitionTime: now,
-		}},
-		Addresses: []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: gatewayIP.String()},
-			{Type: corev1.NodeHostName, Address: n.name},
-		},
-		NodeInfo: corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64",
-			KubeletVersion: "localcluster", ContainerRuntimeVersion: "localcluster://processes"},
-	}
-	_, err = cs.Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	return err
-}
-
-func (n *node) loop(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-n.kick:
+	for _, img := range c.opts.Images {
+		c.opts.Logf("localcluster: importing %s", filepath.Base(img))
+		if _, err := c.ctr(ctx, "images", "import", "--snapshotter", "overlayfs", img); err != nil {
+			return errorf("import %s: %v", img, err)
 		}
-		n.sync(ctx)
 	}
+	if err := c.startKubelet(ctx, containerd); err != nil {
+		return err
+	}
+	return c.startKubeProxy()
 }
 
-// sync is level-based: bind unscheduled pods, start a worker for every new
-// pod of this node, stop workers whose pod is gone, bind claims.
-func (n *node) sync(ctx context.Context) {
-	n.bindClaims(ctx)
-	pods, err := n.podLister.List(everything())
+// writeRegistryBlackhole points every registry at a closed loopback port:
+// an image that was not imported fails at once (ErrImagePull) instead of
+// reaching for the internet.
+func (c *Cluster) writeRegistryBlackhole() error {
+	dir := c.opts.path("containerd", "certs.d", "_default")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(`server = "http://127.0.0.1:9"
+
+[host."http://127.0.0.1:9"]
+  capabilities = ["pull", "resolve"]
+`), 0o644)
+}
+
+func (c *Cluster) ctr(ctx context.Context, args ...string) (string, error) {
+	return run(ctx, "ctr", append([]string{"--address", c.containerdSocket(), "--namespace", "k8s.io"}, args...)...)
+}
+
+// makeCgroupRoot creates the kubelet's cgroup root in every v1 hierarchy
+// (cpuset needs its CPUs and memory nodes before anything can join).
+func (c *Cluster) makeCgroupRoot() error {
+	hierarchies, err := cgroupHierarchies()
 	if err != nil {
-		return
+		return err
 	}
-	seen := map[types.UID]bool{}
-	for _, p := range pods {
-		seen[p.UID] = true
-		if p.Spec.NodeName == "" {
-			if p.DeletionTimestamp == nil && (p.Spec.SchedulerName == "" || p.Spec.SchedulerName == corev1.DefaultSchedulerName) {
-				n.bind(ctx, p)
-			}
-			continue
+	for _, h := range hierarchies {
+		dir := filepath.Join(h, cgroupRoot)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return errorf("cgroup %s: %v", dir, err)
 		}
-		if p.Spec.NodeName != n.name {
-			continue
-		}
-		n.mu.Lock()
-		_, running := n.workers[p.UID]
-		n.mu.Unlock()
-		if running {
-			continue
-		}
-		if p.DeletionTimestamp != nil {
-			// Nothing runs for it: finish the deletion like the kubelet.
-			_ = n.c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
-				GracePeriodSeconds: ptrInt64(0), Preconditions: &metav1.Preconditions{UID: &p.UID}})
-			continue
-		}
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		n.startWorker(p)
-	}
-	n.mu.Lock()
-	for uid, w := range n.workers {
-		if !seen[uid] {
-			w.cancel() // the pod object is gone: kill without ceremony
-		}
-	}
-	n.mu.Unlock()
-}
-
-func ptrInt64(v int64) *int64 { return &v }
-
-func (n *node) bind(ctx context.Context, p *corev1.Pod) {
-	b := &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: n.name},
-	}
-	err := n.c.client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		n.c.logf("bind pod %s/%s: %v", p.Namespace, p.Name, err)
-		return
-	}
-	if err == nil {
-		n.event(p, corev1.EventTypeNormal, "Scheduled", fmt.Sprintf("Successfully assigned %s/%s to %s", p.Namespace, p.Name, n.name))
-	}
-}
-
-func (n *node) startWorker(p *corev1.Pod) {
-	w := newPodWorker(n, p)
-	n.mu.Lock()
-	n.workers[p.UID] = w
-	n.mu.Unlock()
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		defer func() {
-			n.mu.Lock()
-			delete(n.workers, p.UID)
-			n.mu.Unlock()
-			n.poke()
-		}()
-		w.run()
-	}()
-}
-
-func (n *node) containerPIDs(namespace, pod string) map[string]int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := map[string]int{}
-	for _, w := range n.workers {
-		if w.namespace == namespace && w.name == pod {
-			for k, v := range w.pids() {
-				out[k] = v
+		if filepath.Base(h) == "cpuset" {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				v, err := os.ReadFile(filepath.Join(h, f))
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+					return errorf("cgroup %s/%s: %v", dir, f, err)
+				}
 			}
 		}
 	}
-	return out
+	return nil
 }
 
-// event records a core/v1 Event about a pod (best effort).
-func (n *node) event(p *corev1.Pod, typ, reason, msg string) {
-	now := metav1.Now()
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace,
-			Name: p.Name, UID: p.UID},
-		Reason: reason, Message: msg, Type: typ,
-		Source:         corev1.EventSource{Component: "localcluster-node", Host: n.name},
-		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+// cgroupHierarchies lists the mounted cgroup hierarchies (v1 controllers
+// and the unified v2 tree).
+func cgroupHierarchies() ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = n.c.client.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		left, right, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		lf, rf := strings.Fields(left), strings.Fields(right)
+		if len(lf) < 5 || len(rf) < 1 || (rf[0] != "cgroup" && rf[0] != "cgroup2") {
+			continue
+		}
+		out = append(out, lf[4])
+	}
+	return out, nil
 }
 
-func labelSelector(k, v string) labels.Selector { return labels.SelectorFromSet(labels.Set{k: v}) }
+func (c *Cluster) startKubelet(ctx context.Context, containerd *daemon) error {
+	ports, err := freeLoopbackPorts(1)
+	if err != nil {
+		return err
+	}
+	// Pods get no resolver: the cluster has no DNS and nothing may leave
+	// the test network.
+	if err := os.WriteFile(c.opts.path("resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %[1]s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: %[2]d
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[3]q}
+authorization: {mode: Webhook}
+# cgroups v1 here, no systemd in charge of them.
+cgroupDriver: cgroupfs
+cgroupRoot: %[4]q
+failCgroupV1: false
+failSwapOn: false
+clusterDomain: cluster.local
+resolvConf: %[5]q
+podLogsDir: %[6]q
+maxPods: 250
+podPidsLimit: -1
+serializeImagePulls: false
+# A shared build machine: never evict or garbage-collect the imported
+# images because the disk looks full.
+evictionHard: {memory.available: "50Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+syncFrequency: 10s
+nodeStatusUpdateFrequency: 5s
+shutdownGracePeriod: 0s
+`, NodeIP, ports[0], c.opts.path("pki", "ca.crt"), cgroupRoot, c.opts.path("resolv.conf"), c.opts.path("pod-logs"))
+	if err := os.WriteFile(c.opts.path("kubelet.yaml"), []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	kubelet, err := c.startDaemon("kubelet", c.opts.bin("kubelet"),
+		"--config="+c.opts.path("kubelet.yaml"),
+		"--kubeconfig="+c.opts.path(kubeletID.file),
+		"--container-runtime-endpoint=unix://"+c.containerdSocket(),
+		"--root-dir="+c.opts.path("kubelet"),
+		"--cert-dir="+c.opts.path("kubelet", "pki"),
+		"--hostname-override="+NodeName,
+		"--node-ip="+NodeIP.String(),
+		"--v=1")
+	if err != nil {
+		return err
+	}
+	c.kubelet = kubelet
+	return c.waitUntil(ctx, "node "+NodeName+" to be Ready", 90*time.Second, func() (bool, error) {
+		n, err := c.client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				return cond.Status == corev1.ConditionTrue, fmt.Errorf("%s: %s", cond.Reason, cond.Message)
+			}
+		}
+		return false, errNotYet
+	}, kubelet, containerd)
+}
+
+// startKubeProxy runs kube-proxy in nftables mode, leaving the host's
+// conntrack settings alone.
+func (c *Cluster) startKubeProxy() error {
+	ports, err := freeLoopbackPorts(2)
+	if err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection:
+  kubeconfig: %[1]q
+hostnameOverride: %[2]s
+bindAddress: %[3]s
+clusterCIDR: %[4]s
+healthzBindAddress: 127.0.0.1:%[5]d
+metricsBindAddress: 127.0.0.1:%[6]d
+nodePortAddresses: [%[3]s/32]
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+`, c.opts.path(proxyID.file), NodeName, NodeIP, PodCIDR, ports[0], ports[1])
+	if err := os.WriteFile(c.opts.path("kube-proxy.yaml"), []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	p, err := c.startDaemon("kube-proxy", c.opts.bin("kube-proxy"), "--config="+c.opts.path("kube-proxy.yaml"), "--v=1")
+	if err != nil {
+		return err
+	}
+	c.proxy = p
+	return nil
+}

@@ -1,0 +1,129 @@
+package localcluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// StorageClassName is the cluster's default StorageClass. Its volumes are
+// `local` PersistentVolumes in folders under the work folder: unlike
+// hostPath, the kubelet applies a pod's fsGroup to them, as a cloud disk
+// would get it.
+const StorageClassName = "local"
+
+const provisionerName = "localcluster.bind.unkin.net/local"
+
+// startProvisioner makes the default StorageClass and a small external
+// provisioner for it: each claim of the class gets its own PersistentVolume
+// and folder; a Released volume is deleted with its folder.
+func (c *Cluster) startProvisioner(ctx context.Context) error {
+	mode := storagev1.VolumeBindingImmediate
+	reclaim := corev1.PersistentVolumeReclaimRetain
+	_, err := c.client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        StorageClassName,
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+		},
+		Provisioner:       provisionerName,
+		VolumeBindingMode: &mode,
+		ReclaimPolicy:     &reclaim,
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return errorf("storage class: %v", err)
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		// A poll loop keeps this small; claims are rare in tests.
+		_ = wait.PollUntilContextCancel(c.bgCtx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			c.provisionOnce(ctx)
+			return false, nil
+		})
+	}()
+	return nil
+}
+
+func (c *Cluster) provisionOnce(ctx context.Context) {
+	claims, err := c.client.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		if pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeName != "" || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		if sc := pvc.Spec.StorageClassName; sc == nil || *sc != StorageClassName {
+			continue
+		}
+		c.provision(ctx, pvc)
+	}
+	vols, err := c.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, pv := range vols.Items {
+		if pv.Spec.StorageClassName != StorageClassName || pv.Status.Phase != corev1.VolumeReleased {
+			continue
+		}
+		if err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err == nil && pv.Spec.Local != nil {
+			_ = os.RemoveAll(pv.Spec.Local.Path)
+		}
+	}
+}
+
+func (c *Cluster) provision(ctx context.Context, pvc *corev1.PersistentVolumeClaim) {
+	name := "pvc-" + string(pvc.UID)
+	dir := c.opts.path("volumes", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.opts.Logf("localcluster: provision %s/%s: %v", pvc.Namespace, pvc.Name, err)
+		return
+	}
+	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if size.IsZero() {
+		size = resource.MustParse("1Gi")
+	}
+	modes := pvc.Spec.AccessModes
+	if len(modes) == 0 {
+		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	fs := corev1.PersistentVolumeFilesystem
+	_, err := c.client.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": provisionerName},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   modes,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              StorageClassName,
+			VolumeMode:                    &fs,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				Local: &corev1.LocalVolumeSource{Path: dir},
+			},
+			ClaimRef: &corev1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID,
+			},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{NodeName},
+				}}}},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		c.opts.Logf("localcluster: provision %s/%s: %v", pvc.Namespace, pvc.Name, err)
+		_ = os.Remove(filepath.Clean(dir))
+	}
+}
