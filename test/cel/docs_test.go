@@ -11,13 +11,13 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestEveryFieldDocumented walks every generated CRD schema: `kubectl
 // explain` must have a description for every field of every kind.
 func TestEveryFieldDocumented(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(envtestutil.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(testkit.RepoRoot(), "config", "crd", "bases", "*.yaml"))
 	if err != nil || len(files) != 9 {
 		t.Fatalf("expected nine CRDs, found %d (%v)", len(files), err)
 	}

@@ -5,39 +5,21 @@ package cel
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
-var k8sClient client.Client
+var (
+	k8sClient client.Client
+	ctx       = context.Background()
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	testkit.Main(m, testkit.Options{}, func(s *testkit.Suite) error {
+		k8sClient = s.Client
+		return nil
+	})
 }
-
-func run(m *testing.M) int {
-	env, err := envtestutil.NewEnvironment()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting kube-apiserver and etcd: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	k8sClient, err = client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
-
-var ctx = context.Background()

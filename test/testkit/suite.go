@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -40,6 +41,10 @@ type Options struct {
 	// Logger replaces the default, which is quiet unless TEST_VERBOSE is
 	// set.
 	Logger *logr.Logger
+	// WebhookPaths are folders or files of webhook configurations to
+	// install, pointed at a local serving address (Suite.Webhook) whose
+	// CA the API server trusts.
+	WebhookPaths []string
 }
 
 // Suite is the API server a package's tests run against.
@@ -49,6 +54,10 @@ type Suite struct {
 	// Client talks to the API server directly, never through a cache, so
 	// a test reads what is stored.
 	Client client.WithWatch
+	// Webhook is where the API server calls the installed webhooks
+	// (LocalServingHost, LocalServingPort, LocalServingCertDir); nil unless
+	// Options.WebhookPaths is set.
+	Webhook *envtest.WebhookInstallOptions
 
 	ctx   context.Context
 	stops []func() error
@@ -80,6 +89,7 @@ func run(m *testing.M, opts Options, setup func(*Suite) error) int {
 		return 1
 	}
 	env.CRDs = append(env.CRDs, opts.CRDs...)
+	env.WebhookInstallOptions.Paths = opts.WebhookPaths
 	if opts.AddToScheme != nil {
 		if err := opts.AddToScheme(env.Scheme); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -94,6 +104,9 @@ func run(m *testing.M, opts Options, setup func(*Suite) error) int {
 	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Suite{Config: cfg, Scheme: env.Scheme, ctx: ctx}
+	if len(opts.WebhookPaths) > 0 {
+		s.Webhook = &env.WebhookInstallOptions
+	}
 	defer func() {
 		cancel()
 		for _, stop := range s.stops {
@@ -158,6 +171,19 @@ func StartManager(ctx context.Context, cfg *rest.Config, opts ctrl.Options, setu
 		return nil, errors.New("the manager's cache did not sync")
 	}
 	return stop, nil
+}
+
+// Await is Eventually for code that has no test to fail: a suite's setup,
+// or a helper that returns an error. It polls check every polling until it
+// passes or timeout ends, and then returns gomega's failure message as the
+// error. check may end the wait at once with gomega.StopTrying.
+func Await(timeout, polling time.Duration, check func(g gomega.Gomega)) error {
+	var failure string
+	g := gomega.NewGomega(func(message string, _ ...int) { failure = message })
+	if g.Eventually(check).WithTimeout(timeout).WithPolling(polling).Should(gomega.Succeed()) {
+		return nil
+	}
+	return errors.New(failure)
 }
 
 // logger is the suite's logger: the code under test logs at every level,

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // BenchmarkCreateDNSRecords is BenchmarkCreateDNSRecords of test/cel with
@@ -18,5 +18,5 @@ func BenchmarkCreateDNSRecords(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = k8sClient.Delete(ctx, ns) })
-	envtestutil.BenchCreateDNSRecords(b, k8sClient, ns.Name)
+	testkit.BenchCreateDNSRecords(b, k8sClient, ns.Name)
 }

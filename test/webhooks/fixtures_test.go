@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 const ns = "wh"
@@ -75,20 +77,19 @@ func createFixtures() error {
 	return k8sClient.Status().Update(ctx, &pod)
 }
 
-// createWithRetry retries briefly while the service account admission
-// plugin has not seen the namespace's default ServiceAccount yet. Bounded.
+// createWithRetry creates o; a Pod is retried (20 s at most) while the
+// service account admission plugin has not seen the namespace's default
+// ServiceAccount yet. It returns the last error.
 func createWithRetry(o client.Object) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := k8sClient.Create(ctx, o)
-		if err == nil || apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err) || time.Now().After(deadline) {
-			return err
-		}
-		if _, isPod := o.(*corev1.Pod); !isPod {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
+	if _, isPod := o.(*corev1.Pod); !isPod {
+		return k8sClient.Create(ctx, o)
 	}
+	var err error
+	_ = testkit.Await(20*time.Second, 200*time.Millisecond, func(g Gomega) {
+		err = k8sClient.Create(ctx, o)
+		g.Expect(err == nil || apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err)).To(BeTrue(), "creating %s: %v", o.GetName(), err)
+	})
+	return err
 }
 
 // expectInvalid asserts a 422 whose causes include field with msg.

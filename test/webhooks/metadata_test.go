@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,14 +36,14 @@ func TestMetadataUpdatesSkipAdmission(t *testing.T) {
 	// A spec change is judged against the zone as it is now (the
 	// webhooks' cache may lag the zone update a moment).
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	NewWithT(t).Eventually(func() error {
 		changed := rec.DeepCopy()
 		changed.Spec.Values = []string{"192.0.2.3"}
-		if err = k8sClient.Update(ctx, changed); err != nil {
-			break
+		if err = k8sClient.Update(ctx, changed); err == nil {
+			rec = changed
 		}
-		rec = changed
-	}
+		return err
+	}).WithTimeout(10*time.Second).Should(HaveOccurred(), "a spec change of a DNSRecord its zone now declares is still admitted")
 	expectInvalid(t, err, "spec.name", "already declared in BindZone")
 
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
