@@ -1,6 +1,6 @@
 // Package envtestutil is the former name of package testkit, kept only
-// until the suites that still import it (test/cel, test/webhooks,
-// test/e2e, hack/demo) move to testkit; it holds no code of its own.
+// until the last packages that import it (test/e2e, hack/demo) move to
+// testkit; it holds no code of its own.
 //
 // Deprecated: use git.unkin.net/unkin/bind-operator/test/testkit.
 package envtestutil
