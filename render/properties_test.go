@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
@@ -325,7 +327,7 @@ func TestSeedZone(t *testing.T) {
 	}
 	over := SeedZone("example.org", &bindv1alpha1.SOASpec{
 		PrimaryNameServer: "ns.provider.example", ResponsiblePerson: "dns.example.org.",
-		Refresh: ptr(int32(7200)), Retry: ptr(int32(900)), Expire: ptr(int32(604800)), Minimum: ptr(int32(30)),
+		Refresh: ptr.To(int32(7200)), Retry: ptr.To(int32(900)), Expire: ptr.To(int32(604800)), Minimum: ptr.To(int32(30)),
 	}, 300)
 	if !strings.Contains(over, "@\tIN\tSOA\tns.provider.example. dns.example.org. 1 7200 900 604800 30\n") || !strings.Contains(over, "$TTL 300\n") {
 		t.Errorf("overrides not applied:\n%s", over)

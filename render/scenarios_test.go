@@ -2,14 +2,13 @@ package render
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
 // Test inputs. Addresses come from the documentation and benchmarking
 // ranges; the primary Service sits in 198.19.0.0/16 as in the e2e cluster.
-
-func ptr[T any](v T) *T { return &v }
 
 func meta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: "dns"} }
 
@@ -52,7 +51,7 @@ func cluster(mode bindv1alpha1.ClusterMode) *bindv1alpha1.BindCluster {
 		ObjectMeta: meta("dns"),
 		Spec: bindv1alpha1.BindClusterSpec{
 			Mode:     mode,
-			Replicas: ptr(int32(3)),
+			Replicas: ptr.To(int32(3)),
 			Ports:    bindv1alpha1.ClusterPorts{DNS: 53, Agent: 8453, Metrics: 9119},
 		},
 	}
@@ -81,7 +80,7 @@ func scenarioAuthoritative() Input {
 		ZoneName: "partner.example", Type: bindv1alpha1.ZoneSecondary,
 		Primaries: []bindv1alpha1.RemoteServer{
 			{Address: "192.0.2.53", KeyRef: ref("partner")},
-			{Address: "2001:DB8::53", Port: ptr(int32(5353))},
+			{Address: "2001:DB8::53", Port: ptr.To(int32(5353))},
 		},
 		AllowTransfer: []bindv1alpha1.AddressMatchElement{keyRef("partner")},
 	}}
@@ -105,15 +104,15 @@ func scenarioAuthoritative() Input {
 // scenarioResolver: a resolver with forwarders, forward and stub zones.
 func scenarioResolver() Input {
 	c := cluster(bindv1alpha1.ModeResolver)
-	c.Spec.Replicas = ptr(int32(2))
+	c.Spec.Replicas = ptr.To(int32(2))
 	c.Spec.Recursion = &bindv1alpha1.RecursionSpec{
 		AllowRecursion:   []bindv1alpha1.AddressMatchElement{aclRef("clients"), builtin("localhost")},
-		Forwarders:       []bindv1alpha1.Forwarder{{Address: "198.18.0.1"}, {Address: "198.18.0.2", Port: ptr(int32(5353))}},
+		Forwarders:       []bindv1alpha1.Forwarder{{Address: "198.18.0.1"}, {Address: "198.18.0.2", Port: ptr.To(int32(5353))}},
 		ForwardPolicy:    bindv1alpha1.ForwardOnly,
 		DNSSECValidation: "Auto",
 	}
 	c.Spec.QueryLog = true
-	c.Spec.Tuning = bindv1alpha1.ReplicationTuning{NotifyDelay: ptr(int32(1)), SerialQueryRate: ptr(int32(500))}
+	c.Spec.Tuning = bindv1alpha1.ReplicationTuning{NotifyDelay: ptr.To(int32(1)), SerialQueryRate: ptr.To(int32(500))}
 	fwd := func(obj, name string, policy bindv1alpha1.ForwardPolicy, fw ...string) bindv1alpha1.BindZone {
 		z := bindv1alpha1.BindZone{ObjectMeta: meta(obj), Spec: bindv1alpha1.BindZoneSpec{ZoneName: bindv1alpha1.DomainName(name), Type: bindv1alpha1.ZoneForward, ForwardPolicy: policy}}
 		for _, a := range fw {
@@ -152,7 +151,7 @@ func scenarioViews() Input {
 	internal := bindv1alpha1.BindView{ObjectMeta: meta("internal"), Spec: bindv1alpha1.BindViewSpec{
 		Order:        10,
 		MatchClients: []bindv1alpha1.AddressMatchElement{keyRef("internal-view"), aclRef("internal-nets")},
-		Recursion:    ptr(true),
+		Recursion:    ptr.To(true),
 		AllowRecursion: []bindv1alpha1.AddressMatchElement{
 			aclRef("internal-nets"),
 		},
@@ -162,7 +161,7 @@ func scenarioViews() Input {
 		Order:             100,
 		MatchClients:      []bindv1alpha1.AddressMatchElement{builtin("any")},
 		MatchDestinations: []bindv1alpha1.AddressMatchElement{not(addr("198.18.200.1")), builtin("any")},
-		Recursion:         ptr(false),
+		Recursion:         ptr.To(false),
 	}}
 	guest := bindv1alpha1.BindView{ObjectMeta: meta("guest"), Spec: bindv1alpha1.BindViewSpec{
 		Order:              10, // ties with internal: sorts by name, guest first
@@ -208,7 +207,7 @@ func scenarioRPZ() Input {
 	in.Zones = nil
 	in.Policies = []bindv1alpha1.BindPolicy{
 		{ObjectMeta: meta("threats"), Spec: bindv1alpha1.BindPolicySpec{
-			ZoneName: "rpz.threats.internal", Order: 10, MaxPolicyTTL: ptr(int32(300)), BreakDNSSEC: true,
+			ZoneName: "rpz.threats.internal", Order: 10, MaxPolicyTTL: ptr.To(int32(300)), BreakDNSSEC: true,
 			Rules: []bindv1alpha1.RPZRule{
 				{Match: "malware.example", Action: "NXDOMAIN"},
 				{Match: "*.malware.example", Action: "NXDOMAIN"},
@@ -226,11 +225,11 @@ func scenarioRPZ() Input {
 			},
 		}},
 		{ObjectMeta: meta("audit"), Spec: bindv1alpha1.BindPolicySpec{
-			ZoneName: "rpz.audit.internal", Order: 100, PolicyOverride: "Disabled", Log: ptr(true), QNameWaitRecurse: ptr(false),
+			ZoneName: "rpz.audit.internal", Order: 100, PolicyOverride: "Disabled", Log: ptr.To(true), QNameWaitRecurse: ptr.To(false),
 			Rules: []bindv1alpha1.RPZRule{{Match: "*.example.net", Action: "NXDOMAIN"}},
 		}},
 		{ObjectMeta: meta("quiet"), Spec: bindv1alpha1.BindPolicySpec{
-			ZoneName: "rpz.quiet.internal", Order: 100, Log: ptr(false),
+			ZoneName: "rpz.quiet.internal", Order: 100, Log: ptr.To(false),
 		}},
 	}
 	return in
@@ -244,8 +243,8 @@ func scenarioDNSSEC() Input {
 	in.DNSSECPolicies = []bindv1alpha1.BindDNSSECPolicy{
 		{ObjectMeta: meta("rsa-split"), Spec: bindv1alpha1.BindDNSSECPolicySpec{
 			Keys: []bindv1alpha1.DNSSECKey{
-				{Role: "KSK", Algorithm: "rsasha256", KeySize: ptr(int32(2048)), Lifetime: "unlimited"},
-				{Role: "ZSK", Algorithm: "rsasha256", KeySize: ptr(int32(2048)), Lifetime: "P90D"},
+				{Role: "KSK", Algorithm: "rsasha256", KeySize: ptr.To(int32(2048)), Lifetime: "unlimited"},
+				{Role: "ZSK", Algorithm: "rsasha256", KeySize: ptr.To(int32(2048)), Lifetime: "P90D"},
 			},
 			DNSKEYTTL: "1h", MaxZoneTTL: "P1D", PublishSafety: "PT1H", RetireSafety: "1h", PurgeKeys: "P90D",
 			SignaturesRefresh: "5d", SignaturesValidity: "14d", SignaturesValidityDNSKEY: "14d",
@@ -253,7 +252,7 @@ func scenarioDNSSEC() Input {
 		}},
 		{ObjectMeta: meta("ecdsa-csk"), Spec: bindv1alpha1.BindDNSSECPolicySpec{
 			Keys:  []bindv1alpha1.DNSSECKey{{Role: "CSK", Algorithm: "ecdsap256sha256"}},
-			NSEC3: &bindv1alpha1.NSEC3Spec{Iterations: ptr(int32(0)), SaltLength: ptr(int32(0))},
+			NSEC3: &bindv1alpha1.NSEC3Spec{Iterations: ptr.To(int32(0)), SaltLength: ptr.To(int32(0))},
 		}},
 		{ObjectMeta: meta("unused"), Spec: bindv1alpha1.BindDNSSECPolicySpec{
 			Keys: []bindv1alpha1.DNSSECKey{{Role: "CSK", Algorithm: "ed25519"}},
@@ -269,8 +268,8 @@ func scenarioTSIG() Input {
 	c.Spec.TransferKeyRef = ref("xfr-sha512")
 	c.Spec.Ports.DNS = 5353
 	c.Spec.Tuning = bindv1alpha1.ReplicationTuning{
-		NotifyDelay: ptr(int32(0)), NotifyRate: ptr(int32(2000)), StartupNotifyRate: ptr(int32(1500)),
-		SerialQueryRate: ptr(int32(800)), CatalogMinUpdateInterval: ptr(int32(1)),
+		NotifyDelay: ptr.To(int32(0)), NotifyRate: ptr.To(int32(2000)), StartupNotifyRate: ptr.To(int32(1500)),
+		SerialQueryRate: ptr.To(int32(800)), CatalogMinUpdateInterval: ptr.To(int32(1)),
 	}
 	keys := map[string]TSIGKey{
 		"k-sha1":     {Name: "k-sha1", Algorithm: "hmac-sha1", Secret: secret16},
@@ -303,7 +302,7 @@ func scenarioTSIG() Input {
 			}},
 			{ObjectMeta: meta("legacy"), Spec: bindv1alpha1.BindCatalogZoneSpec{
 				ZoneName: "legacy-catalog.dns.internal", TransferKeyRef: bindv1alpha1.LocalObjectReference{Name: "k-sha256"},
-				DefaultPrimaries: []bindv1alpha1.RemoteServer{{Address: "192.0.2.99", Port: ptr(int32(5300)), KeyRef: ref("k-sha256")}},
+				DefaultPrimaries: []bindv1alpha1.RemoteServer{{Address: "192.0.2.99", Port: ptr.To(int32(5300)), KeyRef: ref("k-sha256")}},
 			}},
 		},
 		Paths: DefaultPaths(),

@@ -3,6 +3,8 @@ package cel
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
@@ -18,7 +20,7 @@ func TestBindCatalogZoneCreate(t *testing.T) {
 	runCreateCases(t, baseCatalog, []createCase[*v1.BindCatalogZone]{
 		{desc: "valid"},
 		{desc: "valid default primaries", mutate: func(c *v1.BindCatalogZone) {
-			c.Spec.DefaultPrimaries = []v1.RemoteServer{{Address: "2001:db8::53", Port: ptr[int32](5353), KeyRef: &v1.LocalObjectReference{Name: "transfer"}}}
+			c.Spec.DefaultPrimaries = []v1.RemoteServer{{Address: "2001:db8::53", Port: ptr.To[int32](5353), KeyRef: &v1.LocalObjectReference{Name: "transfer"}}}
 		}},
 		{desc: "no transfer key", mutate: func(c *v1.BindCatalogZone) { c.Spec.TransferKeyRef.Name = "" },
 			wantErrors: []string{"spec.transferKeyRef.name"}},

@@ -5,12 +5,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
 func baseCluster() *v1.BindCluster {
-	return &v1.BindCluster{Spec: v1.BindClusterSpec{Mode: v1.ModeAuthoritative, Replicas: ptr[int32](3)}}
+	return &v1.BindCluster{Spec: v1.BindClusterSpec{Mode: v1.ModeAuthoritative, Replicas: ptr.To[int32](3)}}
 }
 
 func TestBindClusterCreate(t *testing.T) {
@@ -23,9 +24,9 @@ func TestBindClusterCreate(t *testing.T) {
 		}},
 		{desc: "unknown mode", mutate: func(c *v1.BindCluster) { c.Spec.Mode = "Recursive" },
 			wantErrors: []string{"spec.mode", `Unsupported value: "Recursive"`}},
-		{desc: "zero replicas", mutate: func(c *v1.BindCluster) { c.Spec.Replicas = ptr[int32](0) },
+		{desc: "zero replicas", mutate: func(c *v1.BindCluster) { c.Spec.Replicas = ptr.To[int32](0) },
 			wantErrors: []string{"spec.replicas", "should be greater than or equal to 1"}},
-		{desc: "too many replicas", mutate: func(c *v1.BindCluster) { c.Spec.Replicas = ptr[int32](16) },
+		{desc: "too many replicas", mutate: func(c *v1.BindCluster) { c.Spec.Replicas = ptr.To[int32](16) },
 			wantErrors: []string{"spec.replicas", "should be less than or equal to 15"}},
 		{desc: "recursion on an authoritative cluster", mutate: func(c *v1.BindCluster) {
 			c.Spec.Recursion = &v1.RecursionSpec{DNSSECValidation: "Auto"}
@@ -44,9 +45,9 @@ func TestBindClusterCreate(t *testing.T) {
 		}, wantErrors: []string{"spec.recursion.dnssecValidation", "Unsupported value"}},
 		{desc: "dns port out of range", mutate: func(c *v1.BindCluster) { c.Spec.Ports.DNS = 70000 },
 			wantErrors: []string{"spec.ports.dns", "should be less than or equal to 65535"}},
-		{desc: "negative notify delay", mutate: func(c *v1.BindCluster) { c.Spec.Tuning.NotifyDelay = ptr[int32](-1) },
+		{desc: "negative notify delay", mutate: func(c *v1.BindCluster) { c.Spec.Tuning.NotifyDelay = ptr.To[int32](-1) },
 			wantErrors: []string{"spec.tuning.notifyDelay", "should be greater than or equal to 0"}},
-		{desc: "zero notify rate", mutate: func(c *v1.BindCluster) { c.Spec.Tuning.NotifyRate = ptr[int32](0) },
+		{desc: "zero notify rate", mutate: func(c *v1.BindCluster) { c.Spec.Tuning.NotifyRate = ptr.To[int32](0) },
 			wantErrors: []string{"spec.tuning.notifyRate", "should be greater than or equal to 1"}},
 		{desc: "allowQuery element with two kinds", mutate: func(c *v1.BindCluster) {
 			c.Spec.AllowQuery = []v1.AddressMatchElement{{Address: "192.0.2.0/24", Builtin: "any"}}
@@ -67,7 +68,7 @@ func TestBindClusterCreate(t *testing.T) {
 		}, wantErrors: []string{"spec.extraOptions", "must have at most 32 items"}},
 		{desc: "storage size while disabled", mutate: func(c *v1.BindCluster) {
 			q := resource.MustParse("1Gi")
-			c.Spec.Storage = &v1.StorageSpec{Enabled: ptr(false), Size: &q}
+			c.Spec.Storage = &v1.StorageSpec{Enabled: ptr.To(false), Size: &q}
 		}, wantErrors: []string{"storage.size has no effect while storage.enabled is false"}},
 		{desc: "unknown service type", mutate: func(c *v1.BindCluster) { c.Spec.QueryService.Type = "ExternalName" },
 			wantErrors: []string{"spec.queryService.type", "Unsupported value"}},
@@ -92,7 +93,7 @@ func TestBindClusterCreate(t *testing.T) {
 
 func TestBindClusterUpdate(t *testing.T) {
 	runUpdateCases(t, baseCluster, []updateCase[*v1.BindCluster]{
-		{desc: "scaling is allowed", mutate: func(c *v1.BindCluster) { c.Spec.Replicas = ptr[int32](5) }},
+		{desc: "scaling is allowed", mutate: func(c *v1.BindCluster) { c.Spec.Replicas = ptr.To[int32](5) }},
 		{desc: "mode is immutable", mutate: func(c *v1.BindCluster) { c.Spec.Mode = v1.ModeResolver },
 			wantErrors: []string{"spec.mode", "mode is immutable; create a new BindCluster"}},
 	})

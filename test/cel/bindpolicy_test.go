@@ -3,6 +3,8 @@ package cel
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
@@ -38,7 +40,7 @@ func TestBindPolicyCreate(t *testing.T) {
 		{desc: "duplicate rule", mutate: func(p *v1.BindPolicy) {
 			p.Spec.Rules = append(p.Spec.Rules, v1.RPZRule{Match: "malware.example.net", Action: "NODATA"})
 		}, wantErrors: []string{"spec.rules[2]", "Duplicate value"}},
-		{desc: "max policy TTL above a day", mutate: func(p *v1.BindPolicy) { p.Spec.MaxPolicyTTL = ptr[int32](100000) },
+		{desc: "max policy TTL above a day", mutate: func(p *v1.BindPolicy) { p.Spec.MaxPolicyTTL = ptr.To[int32](100000) },
 			wantErrors: []string{"spec.maxPolicyTTL", "should be less than or equal to 86400"}},
 		{desc: "unknown override", mutate: func(p *v1.BindPolicy) { p.Spec.PolicyOverride = "Block" },
 			wantErrors: []string{"spec.policyOverride", "Unsupported value"}},

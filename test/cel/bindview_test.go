@@ -3,6 +3,8 @@ package cel
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
@@ -18,7 +20,7 @@ func TestBindViewCreate(t *testing.T) {
 	runCreateCases(t, baseView, []createCase[*v1.BindView]{
 		{desc: "valid"},
 		{desc: "valid recursive view", mutate: func(v *v1.BindView) {
-			v.Spec.Recursion = ptr(true)
+			v.Spec.Recursion = ptr.To(true)
 			v.Spec.AllowRecursion = []v1.AddressMatchElement{{Builtin: "localnets"}}
 		}},
 		{desc: "valid view matching a key", mutate: func(v *v1.BindView) {
@@ -42,15 +44,15 @@ func TestBindViewCreate(t *testing.T) {
 		}, wantErrors: []string{"spec.matchClients[0].aclRef", "should match"}},
 		// Rules that were the validating webhook's until they moved here.
 		{desc: "valid forwarders of a recursive view", mutate: func(v *v1.BindView) {
-			v.Spec.Recursion = ptr(true)
+			v.Spec.Recursion = ptr.To(true)
 			v.Spec.Forwarders = []v1.Forwarder{{Address: "192.0.2.53"}}
 		}},
 		{desc: "forwarders without recursion", mutate: func(v *v1.BindView) {
-			v.Spec.Recursion = ptr(false)
+			v.Spec.Recursion = ptr.To(false)
 			v.Spec.Forwarders = []v1.Forwarder{{Address: "192.0.2.53"}}
 		}, wantErrors: []string{"spec.forwarders", "forwarders are only used while recursing; set recursion: true or remove them"}},
 		{desc: "recursive-only match without recursion", mutate: func(v *v1.BindView) {
-			v.Spec.Recursion = ptr(false)
+			v.Spec.Recursion = ptr.To(false)
 			v.Spec.MatchRecursiveOnly = true
 		}, wantErrors: []string{"spec.matchRecursiveOnly", "a view that matches only recursive queries needs recursion: true"}},
 	})

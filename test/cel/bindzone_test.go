@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
@@ -78,9 +80,9 @@ func TestBindZoneCreate(t *testing.T) {
 			forwardZone(z)
 			z.Spec.AllowTransfer = []v1.AddressMatchElement{{Builtin: "any"}}
 		}, wantErrors: []string{"allowTransfer does not apply to Forward zones"}},
-		{desc: "defaultTTL on a secondary zone", mutate: func(z *v1.BindZone) { secondaryZone(z); z.Spec.DefaultTTL = ptr[v1.TTL](60) },
+		{desc: "defaultTTL on a secondary zone", mutate: func(z *v1.BindZone) { secondaryZone(z); z.Spec.DefaultTTL = ptr.To[v1.TTL](60) },
 			wantErrors: []string{"defaultTTL only applies to Primary zones"}},
-		{desc: "negative default TTL", mutate: func(z *v1.BindZone) { z.Spec.DefaultTTL = ptr[v1.TTL](-5) },
+		{desc: "negative default TTL", mutate: func(z *v1.BindZone) { z.Spec.DefaultTTL = ptr.To[v1.TTL](-5) },
 			wantErrors: []string{"spec.defaultTTL", "should be greater than or equal to 0"}},
 		{desc: "primary address is a host name", mutate: func(z *v1.BindZone) {
 			secondaryZone(z)
@@ -88,11 +90,11 @@ func TestBindZoneCreate(t *testing.T) {
 		}, wantErrors: []string{"spec.primaries[0].address", "address must be an IPv4 or IPv6 address, not a host name"}},
 		{desc: "primary port zero", mutate: func(z *v1.BindZone) {
 			secondaryZone(z)
-			z.Spec.Primaries[0].Port = ptr[int32](0)
+			z.Spec.Primaries[0].Port = ptr.To[int32](0)
 		}, wantErrors: []string{"spec.primaries[0].port", "should be greater than or equal to 1"}},
-		{desc: "SOA refresh zero", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr[int32](0)} },
+		{desc: "SOA refresh zero", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr.To[int32](0)} },
 			wantErrors: []string{"spec.soa.refresh", "should be greater than or equal to 1"}},
-		{desc: "SOA minimum above a day", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Minimum: ptr[int32](90000)} },
+		{desc: "SOA minimum above a day", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Minimum: ptr.To[int32](90000)} },
 			wantErrors: []string{"spec.soa.minimum", "should be less than or equal to 86400"}},
 		{desc: "record with unknown type", mutate: func(z *v1.BindZone) { z.Spec.Records[0].Type = "SPF" },
 			wantErrors: []string{"spec.records[0].type", `Unsupported value: "SPF"`}},
@@ -101,7 +103,7 @@ func TestBindZoneCreate(t *testing.T) {
 		{desc: "record name with a space", mutate: func(z *v1.BindZone) { z.Spec.Records[0].Name = "w w" },
 			wantErrors: []string{"spec.records[0].name", "should match"}},
 		{desc: "record TTL above 2^31-1", mutate: func(z *v1.BindZone) {
-			z.Spec.Records[0].TTL = ptr[v1.TTL](-1)
+			z.Spec.Records[0].TTL = ptr.To[v1.TTL](-1)
 		}, wantErrors: []string{"spec.records[0].ttl", "should be greater than or equal to 0"}},
 		{desc: "CNAME with two targets", mutate: func(z *v1.BindZone) {
 			z.Spec.Records[0] = v1.RecordSet{Name: "alias", Type: "CNAME", Values: []string{"a.example.com.", "b.example.com."}}
@@ -127,11 +129,11 @@ func TestBindZoneCreate(t *testing.T) {
 		{desc: "root zone as a primary", mutate: func(z *v1.BindZone) { z.Spec.ZoneName = "."; z.Spec.Records = nil },
 			wantErrors: []string{"spec.zoneName", `the root zone cannot be a Primary zone here; use a Forward zone for "."`}},
 		{desc: "valid SOA timers", mutate: func(z *v1.BindZone) {
-			z.Spec.SOA = &v1.SOASpec{Refresh: ptr[int32](600), Retry: ptr[int32](600), Expire: ptr[int32](600)}
+			z.Spec.SOA = &v1.SOASpec{Refresh: ptr.To[int32](600), Retry: ptr.To[int32](600), Expire: ptr.To[int32](600)}
 		}},
-		{desc: "SOA retry above refresh", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr[int32](60), Retry: ptr[int32](600)} },
+		{desc: "SOA retry above refresh", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr.To[int32](60), Retry: ptr.To[int32](600)} },
 			wantErrors: []string{"spec.soa.retry", "retry must not exceed refresh (60); a retry is a faster refresh after a failure"}},
-		{desc: "SOA expire below refresh", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr[int32](600), Expire: ptr[int32](60)} },
+		{desc: "SOA expire below refresh", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{Refresh: ptr.To[int32](600), Expire: ptr.To[int32](60)} },
 			wantErrors: []string{"spec.soa.expire", "expire must be at least refresh (600), or secondaries drop the zone"}},
 		{desc: "SOA MNAME longer than 253 characters", mutate: func(z *v1.BindZone) { z.Spec.SOA = &v1.SOASpec{PrimaryNameServer: longName(254)} },
 			wantErrors: []string{"spec.soa.primaryNameServer", "a domain name has at most 253 characters"}},

@@ -100,5 +100,3 @@ func checkErr(t *testing.T, err error, want []string) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

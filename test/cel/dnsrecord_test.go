@@ -3,6 +3,8 @@ package cel
 import (
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
@@ -49,7 +51,7 @@ func TestDNSRecordCreate(t *testing.T) {
 		{desc: "apex NS through a DNSRecord", mutate: func(r *v1.DNSRecord) {
 			r.Spec.Name, r.Spec.Type, r.Spec.Values = "@", "NS", []string{"ns3.example.com."}
 		}, wantErrors: []string{"apex NS and DS records belong to the BindZone"}},
-		{desc: "TTL negative", mutate: func(r *v1.DNSRecord) { r.Spec.TTL = ptr[v1.TTL](-1) },
+		{desc: "TTL negative", mutate: func(r *v1.DNSRecord) { r.Spec.TTL = ptr.To[v1.TTL](-1) },
 			wantErrors: []string{"spec.ttl", "should be greater than or equal to 0"}},
 	})
 }

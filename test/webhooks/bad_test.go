@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -147,7 +148,7 @@ var badCases = []badCase{
 		s.Records = []v1alpha1.RecordSet{{Name: "sub", Type: "NS", Values: []string{"ns.example.org."}}, {Name: "www.sub", Type: "TXT", Values: []string{"hi"}}}
 	}), "spec.records[1].name", "below the delegation"},
 	{"SOA retry above refresh", zone(func(s *v1alpha1.BindZoneSpec) {
-		s.SOA = &v1alpha1.SOASpec{Refresh: ptr(int32(60)), Retry: ptr(int32(600))}
+		s.SOA = &v1alpha1.SOASpec{Refresh: ptr.To(int32(60)), Retry: ptr.To(int32(600))}
 	}), "spec.soa.retry", "must not exceed refresh"},
 	{"allowTransfer host bits", zone(func(s *v1alpha1.BindZoneSpec) { s.AllowTransfer = []v1alpha1.AddressMatchElement{addr("192.0.2.1/24")} }), "spec.allowTransfer[0].address", "192.0.2.0/24"},
 	// BindZone: other objects.
@@ -184,9 +185,9 @@ var badCases = []badCase{
 	{"Secret shared with another key", key(func(s *v1alpha1.BindTSIGKeySpec) { s.SecretName = "xfr-tsig" }), "spec.secretName", "already used by BindTSIGKey"},
 
 	// BindView.
-	{"recursion on Authoritative", view("auth", func(s *v1alpha1.BindViewSpec) { s.Recursion = ptr(true) }), "spec.recursion", "Authoritative"},
+	{"recursion on Authoritative", view("auth", func(s *v1alpha1.BindViewSpec) { s.Recursion = ptr.To(true) }), "spec.recursion", "Authoritative"},
 	{"forwarders without recursion", view("res", func(s *v1alpha1.BindViewSpec) {
-		s.Recursion = ptr(false)
+		s.Recursion = ptr.To(false)
 		s.Forwarders = []v1alpha1.Forwarder{{Address: "192.0.2.53"}}
 	}), "spec.forwarders", "only used while recursing"},
 	{"forwarders on Authoritative", view("auth", func(s *v1alpha1.BindViewSpec) { s.Forwarders = []v1alpha1.Forwarder{{Address: "192.0.2.53"}} }), "spec.forwarders", "Authoritative"},
@@ -203,7 +204,7 @@ var badCases = []badCase{
 	// BindCatalogZone.
 	{"catalog named like a zone", &v1alpha1.BindCatalogZone{ObjectMeta: meta("bad-cat"), Spec: v1alpha1.BindCatalogZoneSpec{ClusterRef: ref("auth"), ZoneName: "example.com.", TransferKeyRef: ref("xfr")}}, "spec.zoneName", "BindZone"},
 	{"catalog duplicate primaries", &v1alpha1.BindCatalogZone{ObjectMeta: meta("bad-cat"), Spec: v1alpha1.BindCatalogZoneSpec{ClusterRef: ref("auth"), ZoneName: "cat2.example.internal", TransferKeyRef: ref("xfr"),
-		DefaultPrimaries: []v1alpha1.RemoteServer{{Address: "192.0.2.1"}, {Address: "192.0.2.1", Port: ptr(int32(53))}}}}, "spec.defaultPrimaries[1]", "Duplicate"},
+		DefaultPrimaries: []v1alpha1.RemoteServer{{Address: "192.0.2.1"}, {Address: "192.0.2.1", Port: ptr.To(int32(53))}}}}, "spec.defaultPrimaries[1]", "Duplicate"},
 
 	// BindPolicy.
 	{"policy rules equal once canonical", policy(func(s *v1alpha1.BindPolicySpec) {
@@ -220,8 +221,6 @@ var badCases = []badCase{
 	{"DNSKEY signatures refreshed after expiry", dnssec(func(s *v1alpha1.BindDNSSECPolicySpec) { s.SignaturesRefresh, s.SignaturesValidityDNSKEY = "5d", "4d" }), "spec.signaturesRefresh", "signaturesValidityDNSKEY"},
 	{"key lifetime too short", dnssec(func(s *v1alpha1.BindDNSSECPolicySpec) { s.Keys[0].Lifetime = "PT5M" }), "spec.keys[0].lifetime", "under an hour"},
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // TestBadObjects creates every bad object through the API server and
 // asserts the 422, the field path and the message.
