@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
+
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
 
@@ -58,12 +60,12 @@ func change(i int) dnsclient.Change {
 	return dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: fmt.Sprintf("h%d.example.", i)}}
 }
 
-// waitQueued waits until zone's lane holds n changes waiting.
+// waitQueued waits (5 s at most) until zone's lane holds n changes waiting.
 func waitQueued(t *testing.T, b *updateBatcher, zone string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	NewWithT(t).Eventually(func() int {
 		b.mu.Lock()
+		defer b.mu.Unlock()
 		got := 0
 		for k, l := range b.lanes {
 			if k.zone == zone {
@@ -72,13 +74,8 @@ func waitQueued(t *testing.T, b *updateBatcher, zone string, n int) {
 				}
 			}
 		}
-		b.mu.Unlock()
-		if got == n {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("%d changes of %s never queued", n, zone)
+		return got
+	}).WithTimeout(5*time.Second).WithPolling(time.Millisecond).Should(Equal(n), "changes of %s queued", zone)
 }
 
 func waitStarted(t *testing.T, f *fakeServer, zone string) {
@@ -192,15 +189,9 @@ func TestUpdateBatcherCallerCancels(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", errs[0])
 	}
 	close(f.gate)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	NewWithT(t).Eventually(func() int {
 		b.mu.Lock()
-		n := len(b.lanes)
-		b.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal("the lane never retired")
+		defer b.mu.Unlock()
+		return len(b.lanes)
+	}).WithTimeout(5*time.Second).WithPolling(time.Millisecond).Should(BeZero(), "the lane never retired")
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
+
 	"git.unkin.net/unkin/bind-operator/agent"
 )
 
@@ -99,13 +101,7 @@ func zoneReqs(n int, clause string) []agent.EnsureZoneRequest {
 // waitFor polls cond every millisecond for at most 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	NewWithT(t).Eventually(cond).WithTimeout(10*time.Second).WithPolling(time.Millisecond).Should(BeTrue(), "waiting for %s", what)
 }
 
 func (b *ZoneBatcher) queued(key string) int {

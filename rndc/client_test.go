@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
+
+	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -130,21 +132,14 @@ func TestZoneLifecycle(t *testing.T) {
 	mustCmd(t, c, "sync")
 }
 
-// waitSerial polls (bounded) until named serves the serial: reload loads
-// the zone asynchronously.
+// waitSerial waits (10 s at most) until named serves the serial: reload
+// loads the zone asynchronously.
 func waitSerial(t *testing.T, addr, zone string, want uint32) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	NewWithT(t).Eventually(func() uint32 {
 		got, _ := soaSerial(t, addr, zone)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s serial %d, want %d", zone, got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return got
+	}).WithTimeout(10*time.Second).WithPolling(10*time.Millisecond).Should(Equal(want), "%s serial", zone)
 }
 
 func TestWrongKeyRefused(t *testing.T) {

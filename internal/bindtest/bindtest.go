@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/onsi/gomega"
 
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
@@ -217,31 +217,30 @@ func indent(s string) string {
 	return "\t" + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n\t")
 }
 
-// WaitReady polls, bounded by timeout, until the named at dnsAddr answers
+// WaitReady waits, bounded by timeout, until the named at dnsAddr answers
 // a CH TXT query and accepts TCP on controlAddr. A closed exited means named
-// died, which no amount of waiting fixes.
+// died, which no amount of waiting fixes: the wait ends at once.
 func WaitReady(dnsAddr, controlAddr string, exited <-chan struct{}, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
 	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
 	m := new(dns.Msg)
 	m.SetQuestion("version.bind.", dns.TypeTXT)
 	m.Question[0].Qclass = dns.ClassCHAOS
-	for time.Now().Before(deadline) {
+	err := testkit.Await(timeout, 20*time.Millisecond, func(g gomega.Gomega) {
 		select {
 		case <-exited:
-			return errors.New("named exited during start-up")
+			gomega.StopTrying("named exited during start-up").Now()
 		default:
 		}
-		if r, _, err := c.Exchange(m, dnsAddr); err == nil && r != nil {
-			conn, err := net.DialTimeout("tcp", controlAddr, 200*time.Millisecond)
-			if err == nil {
-				_ = conn.Close()
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+		_, _, err := c.Exchange(m, dnsAddr)
+		g.Expect(err).NotTo(gomega.HaveOccurred(), "named not answering on %s", dnsAddr)
+		conn, err := net.DialTimeout("tcp", controlAddr, 200*time.Millisecond)
+		g.Expect(err).NotTo(gomega.HaveOccurred(), "named's control channel not open on %s", controlAddr)
+		_ = conn.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("named at %s / %s not ready: %w", dnsAddr, controlAddr, err)
 	}
-	return fmt.Errorf("named not answering on %s / %s after %s", dnsAddr, controlAddr, timeout)
+	return nil
 }
 
 // Stop kills named and waits (bounded) for it to exit. Safe to call twice.
