@@ -114,6 +114,26 @@ func TestManagerDeployment(t *testing.T) {
 			t.Errorf("container securityContext.%s = %v, want %v", field, v, want)
 		}
 	}
+	// A read-only root needs a writable /tmp: the operator runs
+	// named-checkconf on a copy of each render in os.TempDir().
+	mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+	vols, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "volumes")
+	tmpVol := ""
+	for _, m := range mounts {
+		if m := m.(map[string]any); m["mountPath"] == os.TempDir() && m["readOnly"] != true {
+			tmpVol, _ = m["name"].(string)
+		}
+	}
+	if !slices.ContainsFunc(vols, func(v any) bool {
+		_, ok := v.(map[string]any)["emptyDir"]
+		return ok && tmpVol != "" && v.(map[string]any)["name"] == tmpVol
+	}) {
+		t.Errorf("no writable emptyDir at %s: mounts %v, volumes %v", os.TempDir(), mounts, vols)
+	}
+	// Images are imported into the node's runtime; there may be no registry.
+	if p, _, _ := unstructured.NestedString(c, "imagePullPolicy"); p != "IfNotPresent" {
+		t.Errorf("imagePullPolicy %q, want IfNotPresent", p)
+	}
 	for _, r := range []string{"requests", "limits"} {
 		if m, _, _ := unstructured.NestedMap(c, "resources", r); len(m) == 0 {
 			t.Errorf("no resources.%s", r)
@@ -207,11 +227,14 @@ func TestSelfManagedOverlay(t *testing.T) {
 		switch o.Path {
 		case "/spec/template/spec/containers/0/args/-":
 			flagSet = o.Op == "add" && o.Value == "--webhook-cert-mode="+certs.ModeSelfManaged
-		case "/spec/template/spec/containers/0/volumeMounts":
-			m := o.Value.([]any)[0].(map[string]any)
-			mounted = m["mountPath"] == dir && m["readOnly"] != true
-		case "/spec/template/spec/volumes":
-			_, emptyDir = o.Value.([]any)[0].(map[string]any)["emptyDir"]
+		// Appended (/-), so the base's /tmp mount and volume survive.
+		case "/spec/template/spec/containers/0/volumeMounts/-":
+			m := o.Value.(map[string]any)
+			mounted = o.Op == "add" && m["mountPath"] == dir && m["readOnly"] != true
+		case "/spec/template/spec/volumes/-":
+			_, emptyDir = o.Value.(map[string]any)["emptyDir"]
+		default:
+			t.Errorf("patch op %s %s: the overlay may only append the flag, one mount and one volume", o.Op, o.Path)
 		}
 	}
 	if !flagSet || !mounted || !emptyDir {
