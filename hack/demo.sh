@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# make demo: the local cluster with BIND pods, the operator and the samples.
+# make demo: a real one-node cluster (test/localcluster), the operator
+# installed from its own image with `kubectl apply --server-side -k
+# config/default-selfmanaged`, config/samples applied, dig answers; runs
+# until Ctrl-C, then removes everything. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "$(id -u)" != 0 ]; then
+  echo "make demo runs a kubelet, containerd and kube-proxy: run it as root" >&2
+  exit 1
+fi
 hack/install-deps.sh
-hack/build-k8s-binaries.sh bin/k8s etcd kube-apiserver kube-controller-manager kubectl
+hack/build-k8s-binaries.sh bin/k8s
+hack/build-images.sh bin/images
 exec go run ./hack/demo

@@ -1,30 +1,42 @@
-// Command demo is `make demo`: it starts the local cluster (real etcd,
-// kube-apiserver and kube-controller-manager; BIND pods as real named
-// processes in their own network namespaces), runs the operator with its
-// webhooks against it, applies config/samples, prints `kubectl get bind`
-// and dig answers from the primary and the secondaries, and keeps running
-// until interrupted.
+// Command demo is `make demo`: it starts a real one-node cluster
+// (test/localcluster: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kube-proxy, a kubelet with containerd), installs the
+// operator from its own image exactly as a user does (`kubectl apply
+// --server-side -k config/default-selfmanaged`), applies config/samples
+// with kubectl, waits until the sample BindClusters are Ready, prints
+// `kubectl get bind -A`, the pods and Services, and dig answers from every
+// BIND pod and every query Service, and keeps running until interrupted.
+// Then it removes everything and exits 0.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/test/e2e"
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
+
+// namespace is where the samples go, as `kubectl apply -k config/samples`
+// with the admin's default context puts them.
+const namespace = "default"
 
 func main() {
 	if err := run(); err != nil {
@@ -35,65 +47,84 @@ func main() {
 
 func run() error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("the demo runs BIND pods in network namespaces: run it as root")
+		return errors.New("the demo runs a kubelet, containerd and kube-proxy: run it as root")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	env, err := e2e.Start(ctx, e2e.Options{Logf: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+	env, err := e2e.Start(ctx, e2e.Options{
+		Overlay: e2e.OverlaySelfManaged,
+		Logf:    func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) },
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Println("\ninterrupted while starting; everything started was removed")
+			return nil
+		}
 		return err
 	}
 	defer func() {
-		fmt.Println("\nstopping: pods, namespaces, interfaces and folders are removed ...")
+		fmt.Println("\nstopping: pods, containers, network, cgroups and folders are removed ...")
 		env.Stop()
+		fmt.Println("done")
 	}()
-	fmt.Printf("\nthe operator runs with its webhooks (log: %s)\n", env.OperatorLog)
+	err = demo(ctx, env)
+	if ctx.Err() != nil {
+		return nil // Ctrl-C
+	}
+	if err != nil {
+		logCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		fmt.Fprintf(os.Stderr, "%s\noperator logs (tail):\n%s\n", env.DescribeOperator(logCtx), tailString(env.OperatorLogs(logCtx), 8000))
+		return err
+	}
+	return nil
+}
 
-	fmt.Println("\napplying config/samples through the admission webhooks")
-	objs, err := env.ApplySamples(ctx, "default")
+func demo(ctx context.Context, env *e2e.Env) error {
+	kubectl := filepath.Join(testkit.RepoRoot(), "bin", "k8s", "kubectl")
+	fmt.Printf("\nthe operator runs as Deployment %s/%s from %s\n", e2e.OperatorNamespace, e2e.OperatorDeployment, e2e.OperatorImage)
+
+	fmt.Printf("\n$ kubectl apply -k config/samples -n %s\n", namespace)
+	lines, err := env.ApplySamples(ctx, namespace)
 	if err != nil {
 		return err
 	}
-	for _, o := range objs {
-		fmt.Printf("  %s/%s created\n", strings.ToLower(o.GetKind()), o.GetName())
+	for _, l := range lines {
+		fmt.Println("  " + l)
 	}
 
-	for _, c := range []struct {
-		name     string
-		replicas int32
-	}{{"authoritative", 3}, {"resolver", 2}} {
-		fmt.Printf("\nwaiting for BindCluster %s (%d BIND pods) to be ready ...\n", c.name, c.replicas)
-		if err := waitReady(ctx, env, c.name, c.replicas); err != nil {
-			return fmt.Errorf("%w (operator log: %s)", err, env.OperatorLog)
-		}
+	var clusters v1.BindClusterList
+	if err := env.Client.List(ctx, &clusters, client.InNamespace(namespace)); err != nil {
+		return err
 	}
-
-	// The clusters are ready before their zones and records are: adding
-	// the samples' keys rolls the pods once, and the zones are added again
-	// on the new primary. Show the settled state.
-	fmt.Printf("\nwaiting for the zones and records to be served ...\n")
-	if pending := waitServed(ctx, env, 2*time.Minute); len(pending) > 0 {
-		fmt.Printf("  not ready after 2 minutes (see their status): %s\n", strings.Join(pending, ", "))
-	}
-
-	kubectl := filepath.Join(envtestutil.RepoRoot(), "bin", "k8s", "kubectl")
-	show(ctx, "kubectl get bind", kubectl, "--kubeconfig", env.Cluster.KubeconfigPath(), "get", "bind", "-o", "wide")
-	show(ctx, "kubectl get pods,svc", kubectl, "--kubeconfig", env.Cluster.KubeconfigPath(), "get", "pods,svc", "-o", "wide")
-
-	for i, role := range []string{"primary", "secondary", "secondary"} {
-		pod := fmt.Sprintf("authoritative-%d", i)
-		ip, err := env.Cluster.PodIP(ctx, "default", pod)
-		if err != nil {
+	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
+	for _, c := range clusters.Items {
+		replicas := ptr.Deref(c.Spec.Replicas, 3)
+		fmt.Printf("\nwaiting for BindCluster %s (%s, %d BIND pods) to be Ready ...\n", c.Name, c.Spec.Mode, replicas)
+		if err := waitReady(ctx, env, c.Name, replicas); err != nil {
 			return err
 		}
-		fmt.Printf("\n$ dig @%s (the %s, %s)\n", ip, role, pod)
-		for _, q := range [][]string{{"catalog.example.internal", "SOA"}, {"example.com", "SOA"}, {"www.example.com", "A"}} {
-			fmt.Println("  " + digLine(ctx, ip, q[0], q[1]))
+	}
+	// The clusters are Ready before every zone and record is: show the
+	// settled state.
+	fmt.Printf("\nwaiting for the zones and records to be served ...\n")
+	if pending := waitServed(ctx, env, 3*time.Minute); len(pending) > 0 {
+		fmt.Printf("  not Ready after 3 minutes (see their status): %s\n", strings.Join(pending, ", "))
+	}
+
+	show(ctx, env, "get", "bind", "-A")
+	show(ctx, env, "get", "pods,svc", "-n", namespace, "-o", "wide")
+
+	for _, c := range clusters.Items {
+		if err := digCluster(ctx, env, &c); err != nil {
+			return err
 		}
 	}
 
-	fmt.Printf("\nThe cluster keeps running. Explore it:\n  export KUBECONFIG=%s\n  %s get bind\n  %s explain bindzone.spec.records\n", env.Cluster.KubeconfigPath(), kubectl, kubectl)
+	fmt.Printf("\nThe cluster keeps running. Explore it:\n  export KUBECONFIG=%s\n  %s get bind -A\n  %s explain bindzone.spec.records\n", env.Cluster.KubeconfigPath(), kubectl, kubectl)
+	fmt.Printf("  %s logs -n %s deploy/%s\n", kubectl, e2e.OperatorNamespace, e2e.OperatorDeployment)
+	fmt.Println("Pod IPs (198.18.0.0/16) and ClusterIPs (198.19.0.0/16) answer from this host.")
 	fmt.Println("Press Ctrl-C to stop and clean up.")
 	<-ctx.Done()
 	return nil
@@ -101,15 +132,24 @@ func run() error {
 
 func waitReady(ctx context.Context, env *e2e.Env, name string, replicas int32) error {
 	var c v1.BindCluster
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 6*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &c); err != nil {
 			return false, nil
 		}
 		return c.Status.ReadyReplicas == replicas && meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionReady), nil
 	})
 	if err != nil {
-		return fmt.Errorf("BindCluster %s: %d of %d pods ready: %v", name, c.Status.ReadyReplicas, replicas, err)
+		var conds []string
+		for _, cond := range c.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s (%s: %s)", cond.Type, cond.Status, cond.Reason, cond.Message))
+		}
+		msg := fmt.Sprintf("BindCluster %s: %d of %d pods ready, conditions %s: %v", name, c.Status.ReadyReplicas, replicas, strings.Join(conds, "; "), err)
+		for i := range replicas {
+			msg += "\n" + env.Cluster.DescribePod(ctx, namespace, fmt.Sprintf("%s-%d", name, i))
+		}
+		return errors.New(msg)
 	}
+	fmt.Printf("  %d/%d pods ready\n", c.Status.ReadyReplicas, replicas)
 	return nil
 }
 
@@ -121,7 +161,7 @@ func waitServed(ctx context.Context, env *e2e.Env, limit time.Duration) []string
 		pending = pending[:0]
 		var zones v1.BindZoneList
 		var recs v1.DNSRecordList
-		if env.Client.List(ctx, &zones, client.InNamespace("default")) != nil || env.Client.List(ctx, &recs, client.InNamespace("default")) != nil {
+		if env.Client.List(ctx, &zones, client.InNamespace(namespace)) != nil || env.Client.List(ctx, &recs, client.InNamespace(namespace)) != nil {
 			return false, nil
 		}
 		for _, z := range zones.Items {
@@ -139,33 +179,141 @@ func waitServed(ctx context.Context, env *e2e.Env, limit time.Duration) []string
 	return pending
 }
 
-// digLine runs the real dig and condenses its answer to one line: the
-// records, or the status when there are none.
-func digLine(ctx context.Context, server, name, qtype string) string {
-	out, err := exec.CommandContext(ctx, "dig", "@"+server, name, qtype, "+norec", "+noall", "+answer", "+comments", "+time=2", "+tries=1").CombinedOutput()
-	if err != nil {
-		return fmt.Sprintf("%-26s %-4s dig: %v", name, qtype, err)
-	}
-	var answers []string
-	status := "no answer"
-	for _, l := range strings.Split(string(out), "\n") {
-		if i := strings.Index(l, "status: "); i >= 0 {
-			status = strings.TrimSuffix(strings.Fields(l[i+len("status: "):])[0], ",")
-		} else if l != "" && !strings.HasPrefix(l, ";") {
-			answers = append(answers, strings.Join(strings.Fields(l), " "))
-		}
-	}
-	if len(answers) == 0 {
-		return fmt.Sprintf("%-26s %-4s -> %s", name, qtype, status)
-	}
-	return strings.Join(answers, "\n  ")
+// question is one dig query.
+type question struct {
+	name  string
+	qtype uint16
+	class uint16
 }
 
-func show(ctx context.Context, title, name string, args ...string) {
-	fmt.Printf("\n$ %s\n", title)
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
-	if err := cmd.Run(); err != nil {
-		fmt.Printf("  (%s: %v)\n", name, err)
+// digCluster prints dig answers from each pod of the cluster (the primary,
+// then the secondaries) and from its query Service.
+func digCluster(ctx context.Context, env *e2e.Env, c *v1.BindCluster) error {
+	qs, note, err := questions(ctx, env, c)
+	if err != nil {
+		return err
 	}
+	fmt.Printf("\n== BindCluster %s (%s) ==", c.Name, c.Spec.Mode)
+	if note != "" {
+		fmt.Printf("\n%s", note)
+	}
+	fmt.Println()
+	replicas := ptr.Deref(c.Spec.Replicas, 3)
+	for i := range replicas {
+		pod := fmt.Sprintf("%s-%d", c.Name, i)
+		role := "a secondary"
+		if i == 0 {
+			role = "the primary"
+		}
+		if c.Spec.Mode == v1.ModeResolver {
+			role = "a resolver pod"
+		}
+		ip, err := env.Cluster.PodIP(ctx, namespace, pod)
+		if err != nil {
+			return err
+		}
+		printDig(ip, fmt.Sprintf("%s, %s", pod, role), qs)
+	}
+	svcIP, err := env.Cluster.ServiceIP(ctx, namespace, c.Name)
+	if err != nil {
+		return err
+	}
+	printDig(svcIP, fmt.Sprintf("Service %s, through kube-proxy", c.Name), qs)
+	return nil
+}
+
+// questions picks what to ask a cluster: for an authoritative one, its
+// catalog zones' and zones' SOA and their A records (inline and
+// DNSRecords); for a resolver, which pod answers and a name the host's
+// view cannot recurse for.
+func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question, string, error) {
+	hostname := question{"hostname.bind.", dns.TypeTXT, dns.ClassCHAOS}
+	if c.Spec.Mode == v1.ModeResolver {
+		return []question{hostname, {"example.com.", dns.TypeSOA, dns.ClassINET}},
+			"(this host, 198.18.0.1, is in none of the sample's internal networks: it gets the external view, recursion off)", nil
+	}
+	var qs []question
+	var cats v1.BindCatalogZoneList
+	if err := env.Client.List(ctx, &cats, client.InNamespace(namespace)); err != nil {
+		return nil, "", err
+	}
+	for _, cat := range cats.Items {
+		if cat.Spec.ClusterRef.Name == c.Name {
+			qs = append(qs, question{dns.Fqdn(string(cat.Spec.ZoneName)), dns.TypeSOA, dns.ClassINET})
+		}
+	}
+	var zones v1.BindZoneList
+	var recs v1.DNSRecordList
+	if err := env.Client.List(ctx, &zones, client.InNamespace(namespace)); err != nil {
+		return nil, "", err
+	}
+	if err := env.Client.List(ctx, &recs, client.InNamespace(namespace)); err != nil {
+		return nil, "", err
+	}
+	for _, z := range zones.Items {
+		if z.Spec.ClusterRef.Name != c.Name {
+			continue
+		}
+		zone := dns.Fqdn(string(z.Spec.ZoneName))
+		qs = append(qs, question{zone, dns.TypeSOA, dns.ClassINET})
+		var names []string
+		for _, r := range z.Spec.Records {
+			if r.Type == "A" && r.Name != "@" && !slices.Contains(names, string(r.Name)) {
+				names = append(names, string(r.Name))
+			}
+		}
+		for _, r := range recs.Items {
+			if r.Spec.ZoneRef.Name == z.Name && r.Spec.Type == "A" {
+				names = append(names, string(r.Spec.Name))
+			}
+		}
+		for _, n := range names {
+			qs = append(qs, question{n + "." + zone, dns.TypeA, dns.ClassINET})
+		}
+	}
+	return append(qs, hostname), "", nil
+}
+
+// printDig prints, dig-style, each answer from server.
+func printDig(server, who string, qs []question) {
+	fmt.Printf("\n$ dig @%s   (%s)\n", server, who)
+	for _, q := range qs {
+		m := new(dns.Msg)
+		m.SetQuestion(q.name, q.qtype)
+		m.Question[0].Qclass = q.class
+		m.RecursionDesired = q.class == dns.ClassINET && q.qtype != dns.TypeSOA
+		in, err := localcluster.Exchange("udp", server, m)
+		label := fmt.Sprintf("%s %s", q.name, dns.TypeToString[q.qtype])
+		if q.class != dns.ClassINET {
+			label = fmt.Sprintf("%s %s %s", q.name, dns.ClassToString[q.class], dns.TypeToString[q.qtype])
+		}
+		switch {
+		case err != nil:
+			fmt.Printf("  ;; %s: %v\n", label, err)
+		case len(in.Answer) == 0:
+			fmt.Printf("  ;; %s: status %s, no answer\n", label, dns.RcodeToString[in.Rcode])
+		default:
+			for _, rr := range in.Answer {
+				fmt.Printf("  %s\n", rr)
+			}
+		}
+	}
+}
+
+// show runs kubectl and prints its output under the command line.
+func show(ctx context.Context, env *e2e.Env, args ...string) {
+	fmt.Printf("\n$ kubectl %s\n", strings.Join(args, " "))
+	out, err := env.Kubectl(ctx, "", args...)
+	if err != nil {
+		fmt.Printf("  (%v)\n", err)
+		return
+	}
+	fmt.Print(out)
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }

@@ -12,16 +12,16 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/render"
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // Sizes of the in-cluster benchmark (issue 6 i).
@@ -52,10 +52,10 @@ func TestInClusterBench(t *testing.T) {
 	ns := newNamespace(ctx, t, "e2e-bench")
 	a := authoritative{Namespace: ns, Name: "bench", Replicas: 3, Catalog: "catalog.bench.internal"}
 	a.create(ctx, t)
-	must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
+	testkit.Must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
 	const opZone, rawZone = "op.bench.e2e.example", "raw.bench.e2e.example"
-	must(t, env.Client.Create(ctx, a.catalogZone("op", opZone, "updates")))
-	must(t, env.Client.Create(ctx, a.catalogZone("raw", rawZone, "updates")))
+	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("op", opZone, "updates")))
+	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("raw", rawZone, "updates")))
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
 	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
 	ips := podIPs(ctx, t, ns, a.Name, a.Replicas)
@@ -69,13 +69,13 @@ func TestInClusterBench(t *testing.T) {
 	// under test, not client-side throttling, must be the limit.
 	cfg := env.Cluster.Config()
 	cfg.QPS = -1
-	c, err := client.New(cfg, client.Options{Scheme: envtestutil.Scheme()})
-	must(t, err)
+	c, err := client.New(cfg, client.Options{Scheme: testkit.Scheme()})
+	testkit.Must(t, err)
 
 	var rows []benchRow
 	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, func(i int, value string) {
 		rr, err := dns.NewRR(fmt.Sprintf("lat.%s. 60 IN A %s", rawZone, value))
-		must(t, err)
+		testkit.Must(t, err)
 		m := new(dns.Msg)
 		m.SetUpdate(dns.Fqdn(rawZone))
 		m.RemoveRRset([]dns.RR{rr})
@@ -90,7 +90,7 @@ func TestInClusterBench(t *testing.T) {
 		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "op"}, Name: "lat", Type: "A",
 			TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.250"}},
 	}
-	must(t, c.Create(ctx, lat))
+	testkit.Must(t, c.Create(ctx, lat))
 	waitA(ctx, t, ips[0], "lat."+opZone, "192.0.2.250", "primary")
 	opLat := benchLatency(ctx, t, ips, "lat."+opZone, func(i int, value string) {
 		// A patch, as kubectl apply sends: the operator's status writes
@@ -129,25 +129,18 @@ func TestInClusterBench(t *testing.T) {
 	start := time.Now()
 	// One DELETE per record from 32 clients: a single deletecollection of
 	// 10,000 objects outlasts the API server's request timeout here.
-	must(t, forEachRecord(ctx, func(i int) error {
+	testkit.Must(t, forEachRecord(ctx, func(i int) error {
 		err := c.Delete(ctx, &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)}})
 		return client.IgnoreNotFound(err)
 	}))
-	must(t, c.Delete(ctx, lat))
-	var left int
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	testkit.Must(t, c.Delete(ctx, lat))
+	NewWithT(t).Eventually(func() (int, error) {
 		var l v1.DNSRecordList
-		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return false, nil
-		}
-		left = len(l.Items)
-		return left == 0, nil
-	})
-	if err != nil {
-		t.Errorf("%d of %d deleted DNSRecords still there after 3 minutes", left, benchRecords+1)
-	}
+		err := c.List(ctx, &l, client.InNamespace(ns))
+		return len(l.Items), err
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeZero(), "deleted DNSRecords still there")
 	t.Logf("cleanup: %d DNSRecords deleted (their data removed from the zone) in %s", benchRecords, time.Since(start).Round(time.Millisecond))
-	must(t, c.Delete(ctx, &v1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Name}}))
+	testkit.Must(t, c.Delete(ctx, &v1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Name}}))
 }
 
 type benchRow struct{ path, what, result, vs string }
@@ -243,7 +236,7 @@ func benchRawBulk(ctx context.Context, t *testing.T, ips []string, zone string, 
 		rrs := make([]dns.RR, 0, benchBatch)
 		for j := i; j < i+benchBatch && j < benchRecords; j++ {
 			rr, err := dns.NewRR(fmt.Sprintf("r%05d.%s. 60 IN A %s", j, zone, benchValue(j)))
-			must(t, err)
+			testkit.Must(t, err)
 			rrs = append(rrs, rr)
 		}
 		m.Insert(rrs)
@@ -280,7 +273,7 @@ func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, ns st
 		}
 		return nil
 	})
-	must(t, err)
+	testkit.Must(t, err)
 	res.created = time.Since(start)
 	serial := waitRecords(ctx, t, ips[0], zone, transfer, benchRecords, 5*time.Minute)
 	res.primary = time.Since(start)
@@ -288,23 +281,19 @@ func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, ns st
 		waitSerial(ctx, t, ip, zone, fmt.Sprintf("secondary %d", i+1), serial)
 	}
 	res.secondaries = time.Since(start)
-	var notReady int
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	NewWithT(t).Eventually(func() (int, error) {
 		var l v1.DNSRecordList
 		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return false, nil
+			return -1, err
 		}
-		notReady = 0
+		notReady := 0
 		for _, r := range l.Items {
 			if !meta.IsStatusConditionTrue(r.Status.Conditions, v1.ConditionReady) {
 				notReady++
 			}
 		}
-		return notReady == 0, nil
-	})
-	if err != nil {
-		t.Fatalf("%d DNSRecords still not Ready after 5 minutes", notReady)
-	}
+		return notReady, nil
+	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeZero(), "DNSRecords not Ready")
 	res.ready = time.Since(start)
 	return res
 }
@@ -341,25 +330,21 @@ func forEachRecord(ctx context.Context, f func(i int) error) error {
 func waitRecords(ctx context.Context, t *testing.T, server, zone string, key tsigKey, want int, limit time.Duration) uint32 {
 	t.Helper()
 	addr, err := guardAddr(server)
-	must(t, err)
+	testkit.Must(t, err)
 	var serial uint32
-	var got int
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, limit, true, func(context.Context) (bool, error) {
+	NewWithT(t).Eventually(func() error {
 		m := new(dns.Msg)
 		m.SetAxfr(dns.Fqdn(zone))
 		m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
 		tr := &dns.Transfer{TsigSecret: map[string]string{key.Name: key.Secret}, ReadTimeout: 10 * time.Second}
-		env, err := tr.In(m, addr)
+		envelopes, err := tr.In(m, addr)
 		if err != nil {
-			last = err
-			return false, nil
+			return err
 		}
-		got = 0
-		for e := range env {
+		got := 0
+		for e := range envelopes {
 			if e.Error != nil {
-				last = e.Error
-				return false, nil
+				return e.Error
 			}
 			for _, rr := range e.RR {
 				switch rr := rr.(type) {
@@ -372,10 +357,10 @@ func waitRecords(ctx context.Context, t *testing.T, server, zone string, key tsi
 				}
 			}
 		}
-		return got >= want, nil
-	})
-	if err != nil {
-		t.Fatalf("%s served %d of %d records of %s within %s (last error: %v)", server, got, want, zone, limit, last)
-	}
+		if got < want {
+			return fmt.Errorf("%d of %d records", got, want)
+		}
+		return nil
+	}).WithContext(ctx).WithTimeout(limit).WithPolling(200*time.Millisecond).Should(Succeed(), "%s does not serve the records of %s", server, zone)
 	return serial
 }

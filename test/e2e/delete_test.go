@@ -7,20 +7,20 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestDeleteClusterCollectsEverything (issue 6 h): deleting a BindCluster
@@ -57,13 +57,13 @@ func TestDeleteClusterCollectsEverything(t *testing.T) {
 	}
 	names := []string{a.Name, a.Name + "-pods", a.Name + "-primary", a.Name, a.Name + "-config", a.Name + "-keys", a.Name, a.Name}
 	for i, o := range owned {
-		must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names[i]}, o.obj))
+		testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names[i]}, o.obj))
 		if !ownedBy(o.obj, a.Name) {
 			t.Errorf("%s %s is not controlled by BindCluster %s: %v", o.what, names[i], a.Name, o.obj.GetOwnerReferences())
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
-	must(t, env.Client.List(ctx, &pvcs, client.InNamespace(ns)))
+	testkit.Must(t, env.Client.List(ctx, &pvcs, client.InNamespace(ns)))
 	var volumes []string
 	for _, c := range pvcs.Items {
 		volumes = append(volumes, c.Spec.VolumeName)
@@ -71,38 +71,31 @@ func TestDeleteClusterCollectsEverything(t *testing.T) {
 	if len(pvcs.Items) != int(a.Replicas) {
 		t.Fatalf("want %d claims (one per pod), got %d", a.Replicas, len(pvcs.Items))
 	}
-	type proc struct {
-		pod, container string
-		pid            int
-		start          string
-		netns          string
-	}
-	var procs []proc
-	for i := range a.Replicas {
-		pod := fmt.Sprintf("%s-%d", a.Name, i)
-		pids := env.Cluster.ContainerPIDs(ns, pod)
-		if len(pids) != 2 {
-			t.Fatalf("pod %s runs %d containers on the host (%v), want named and agent", pod, len(pids), pids)
+	var pods corev1.PodList
+	testkit.Must(t, env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: a.Name}))
+	var procs []hostProcess
+	netns := map[string]bool{}
+	for _, p := range pods.Items {
+		ps := podProcesses(string(p.UID))
+		var comms []string
+		for _, hp := range ps {
+			comms = append(comms, hp.comm)
+			netns[hp.netns] = true
 		}
-		for c, pid := range pids {
-			procs = append(procs, proc{pod: pod, container: c, pid: pid, start: procStart(pid), netns: netnsOf(pid)})
+		if !slices.Contains(comms, "named") || !slices.Contains(comms, "bind-operator") {
+			t.Fatalf("pod %s runs %v on the host, want named and the agent (bind-operator) among them", p.Name, comms)
 		}
+		procs = append(procs, ps...)
 	}
-	for _, p := range procs {
-		if p.start == "" || p.netns == "" {
-			t.Fatalf("cannot identify the process or the netns of %s/%s (pid %d)", p.pod, p.container, p.pid)
-		}
-	}
-	t.Logf("before delete: %d claims %v, processes %+v", len(pvcs.Items), volumes, procs)
+	t.Logf("before delete: %d claims %v; %d processes on the host in %d network namespaces", len(pvcs.Items), volumes, len(procs), len(netns))
 
 	var bc v1.BindCluster
-	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Name}, &bc))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Name}, &bc))
 	start := time.Now()
-	must(t, env.Client.Delete(ctx, &bc))
+	testkit.Must(t, env.Client.Delete(ctx, &bc))
 
-	var left []string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		left = left[:0]
+	NewWithT(t).Eventually(func() []string {
+		var left []string
 		exists := func(what string, obj client.Object, name string) {
 			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 			if !apierrors.IsNotFound(err) {
@@ -115,9 +108,11 @@ func TestDeleteClusterCollectsEverything(t *testing.T) {
 		}
 		var pods corev1.PodList
 		var claims corev1.PersistentVolumeClaimList
-		if env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: a.Name}) != nil ||
-			env.Client.List(ctx, &claims, client.InNamespace(ns)) != nil {
-			return false, nil
+		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: a.Name}); err != nil {
+			return []string{err.Error()}
+		}
+		if err := env.Client.List(ctx, &claims, client.InNamespace(ns)); err != nil {
+			return []string{err.Error()}
 		}
 		for _, p := range pods.Items {
 			left = append(left, "Pod "+p.Name)
@@ -130,25 +125,21 @@ func TestDeleteClusterCollectsEverything(t *testing.T) {
 		}
 		for _, p := range procs {
 			if procStart(p.pid) == p.start {
-				left = append(left, fmt.Sprintf("process %s/%s pid %d", p.pod, p.container, p.pid))
+				left = append(left, fmt.Sprintf("process %s pid %d", p.comm, p.pid))
 			}
 		}
-		leftovers := localcluster.Leftovers()
-		for _, p := range procs {
-			if slices.Contains(leftovers, "netns "+p.netns) {
-				left = append(left, "netns "+p.netns)
+		for n := range netns {
+			if holders := netnsHolders(n); len(holders) > 0 {
+				left = append(left, fmt.Sprintf("network namespace %s (%s)", n, strings.Join(holders, ", ")))
 			}
 		}
-		return len(left) == 0, nil
-	})
-	if err != nil {
-		t.Fatalf("%s after deleting the BindCluster, still there: %s", time.Since(start).Round(time.Second), strings.Join(slices.Compact(left), ", "))
-	}
-	t.Logf("BindCluster deleted: StatefulSet, %d pods, 3 Services, ConfigMap, keys Secret, PDB, NetworkPolicy, %d claims and volumes, %d processes and their netns gone in %s",
-		a.Replicas, len(volumes), len(procs), time.Since(start).Round(time.Millisecond))
-	for i := range a.Replicas {
-		if pids := env.Cluster.ContainerPIDs(ns, fmt.Sprintf("%s-%d", a.Name, i)); len(pids) != 0 {
-			t.Errorf("the node still runs containers of %s-%d: %v", a.Name, i, pids)
+		return slices.Compact(left)
+	}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(500*time.Millisecond).Should(BeEmpty(), "still there after deleting the BindCluster")
+	t.Logf("BindCluster deleted: StatefulSet, %d pods, 3 Services, ConfigMap, keys Secret, PDB, NetworkPolicy, %d claims and volumes, %d processes and %d network namespaces gone in %s",
+		a.Replicas, len(volumes), len(procs), len(netns), time.Since(start).Round(time.Millisecond))
+	for _, p := range pods.Items {
+		if pids := localcluster.PodUIDPIDs(string(p.UID)); len(pids) != 0 {
+			t.Errorf("the node's cgroups of %s still hold processes: %v", p.Name, pids)
 		}
 	}
 
@@ -187,18 +178,48 @@ func procStart(pid int) string {
 	return f[19]
 }
 
-// netnsOf names the network namespace (under /run/netns) a process is in.
-func netnsOf(pid int) string {
-	var st syscall.Stat_t
-	if err := syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st); err != nil {
-		return ""
+// hostProcess is a process of a pod as the host sees it.
+type hostProcess struct {
+	pid   int
+	comm  string
+	start string // procStart, so a reused PID is never taken for it
+	netns string // "net:[inode]"
+}
+
+// podProcesses lists the host processes in the cgroups of the pod with
+// this UID (containers and sandbox).
+func podProcesses(uid string) []hostProcess {
+	var out []hostProcess
+	for _, pid := range localcluster.PodUIDPIDs(uid) {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			continue
+		}
+		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+		out = append(out, hostProcess{pid: pid, comm: strings.TrimSpace(string(comm)), start: procStart(pid), netns: ns})
 	}
-	entries, _ := os.ReadDir("/run/netns")
+	return out
+}
+
+// netnsHolders names what keeps a network namespace ("net:[inode]") alive
+// on the host: processes in it and bind mounts of it (the runtime pins a
+// pod's namespace with a mount).
+func netnsHolders(ns string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		var ns syscall.Stat_t
-		if syscall.Stat(filepath.Join("/run/netns", e.Name()), &ns) == nil && ns.Ino == st.Ino && ns.Dev == st.Dev {
-			return e.Name()
+		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "net")); err == nil && l == ns {
+			comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+			out = append(out, fmt.Sprintf("pid %s %s", e.Name(), strings.TrimSpace(string(comm))))
 		}
 	}
-	return ""
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			// Field 4 is the mount's root: "net:[inode]" for a pinned netns.
+			if f := strings.Fields(line); len(f) > 4 && f[3] == ns {
+				out = append(out, "mount "+f[4])
+			}
+		}
+	}
+	return out
 }

@@ -7,14 +7,15 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestBrokenExtraOptionsNeverReachPods (issue 6 g): a broken extraOptions
@@ -43,49 +44,39 @@ spec:
   extraOptions: [%s]
 `, name, ns, extra)
 	}
-	if out, err := kubectl(ctx, t, manifest(`'minimal-responses yes;'`), "apply", "-f", "-"); err != nil {
+	if out, err := env.Kubectl(ctx, manifest(`'minimal-responses yes;'`), "apply", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply of a valid BindCluster failed: %v\n%s", err, out)
 	}
 	waitClusterReady(ctx, t, ns, name, 2)
 	before, _, err := currentRollout(ctx, ns, name)
-	must(t, err)
+	testkit.Must(t, err)
 	pods, err := podStates(ctx, ns, name)
-	must(t, err)
+	testkit.Must(t, err)
 	var cm corev1.ConfigMap
-	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-config"}, &cm))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-config"}, &cm))
 	var bc v1.BindCluster
-	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &bc))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &bc))
 	generation := bc.Generation
 	t.Logf("ready: StatefulSet generation %d, hash %s, pods %s", before.Generation, shortHash(before.Hash), describePods(pods))
 
 	// 1. Refused at admission, with the field path.
 	injection := `'minimal-responses yes; }; zone "evil" { type primary; file "/etc/shadow"; }; options { recursion yes;'`
-	out, err := kubectl(ctx, t, manifest(injection), "apply", "-f", "-")
+	out, err := env.Kubectl(ctx, manifest(injection), "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "spec.extraOptions[0]") {
 		t.Fatalf("kubectl apply of a block-escaping extraOptions should be refused with the field path spec.extraOptions[0]; got err=%v:\n%s", err, out)
 	}
 	t.Logf("kubectl refused the injection:\n%s", strings.TrimSpace(out))
-	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &bc))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &bc))
 	if bc.Generation != generation {
 		t.Fatalf("the refused apply changed the BindCluster (generation %d -> %d)", generation, bc.Generation)
 	}
 
 	// 2. Admitted, rejected by named-checkconf.
-	if out, err := kubectl(ctx, t, manifest(`'minimal-responses yes;', 'no-such-option yes;'`), "apply", "-f", "-"); err != nil {
+	if out, err := env.Kubectl(ctx, manifest(`'minimal-responses yes;', 'no-such-option yes;'`), "apply", "-f", "-"); err != nil {
 		t.Fatalf("the webhook refused 'no-such-option yes;' (err=%v); it was expected to pass admission and be caught by named-checkconf:\n%s", err, out)
 	}
 	start := time.Now()
-	var cond *metav1.Condition
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &bc); err != nil {
-			return false, nil
-		}
-		cond = meta.FindStatusCondition(bc.Status.Conditions, v1.ConditionConfigValid)
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.ObservedGeneration == bc.Generation, nil
-	})
-	if err != nil {
-		t.Fatalf("ConfigValid never became False for the rejected option: %+v", bc.Status.Conditions)
-	}
+	cond := waitConfigValid(ctx, t, ns, name, metav1.ConditionFalse)
 	t.Logf("ConfigValid=False after %s: reason %s: %s", time.Since(start).Round(time.Millisecond), cond.Reason, cond.Message)
 	if cond.Reason != "ConfigRejected" || !strings.Contains(cond.Message, "no-such-option") || !strings.Contains(cond.Message, "unknown option") {
 		t.Errorf("ConfigValid should carry reason ConfigRejected and named-checkconf's message about no-such-option; got %s: %s", cond.Reason, cond.Message)
@@ -94,77 +85,88 @@ spec:
 	t.Logf("Warning event %s: %s", ev.Reason, ev.Note)
 
 	// Nothing reaches the pods: watch for a while, not just once.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	NewWithT(t).Consistently(func() error {
 		now, _, err := currentRollout(ctx, ns, name)
-		must(t, err)
+		if err != nil {
+			return err
+		}
 		if now != before {
-			t.Fatalf("the rejected config reached the StatefulSet: %+v -> %+v", before, now)
+			return fmt.Errorf("the rejected config reached the StatefulSet: %+v -> %+v", before, now)
 		}
 		var cmNow corev1.ConfigMap
-		must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(&cm), &cmNow))
-		if cmNow.ResourceVersion != cm.ResourceVersion {
-			for k, v := range cmNow.Data {
-				if strings.Contains(v, "no-such-option") {
-					t.Fatalf("the rejected option reached the ConfigMap (%s)", k)
-				}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&cm), &cmNow); err != nil {
+			return err
+		}
+		for k, v := range cmNow.Data {
+			if strings.Contains(v, "no-such-option") {
+				return fmt.Errorf("the rejected option reached the ConfigMap (%s)", k)
 			}
 		}
 		podsNow, err := podStates(ctx, ns, name)
-		must(t, err)
-		if describePods(podsNow) != describePods(pods) {
-			t.Fatalf("pods changed while the config was rejected: %s -> %s", describePods(pods), describePods(podsNow))
+		if err != nil {
+			return err
 		}
-		time.Sleep(time.Second)
-	}
+		if describePods(podsNow) != describePods(pods) {
+			return fmt.Errorf("pods changed while the config was rejected: %s -> %s", describePods(pods), describePods(podsNow))
+		}
+		return nil
+	}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &bc))
 	if bc.Status.ConfigHash != before.Hash {
 		t.Errorf("status.configHash moved to %s while the pods run %s", shortHash(bc.Status.ConfigHash), shortHash(before.Hash))
 	}
 
 	// 3. Fixing the spec validates again, and since the config is the one
 	// the pods already run, nothing rolls.
-	if out, err := kubectl(ctx, t, manifest(`'minimal-responses yes;'`), "apply", "-f", "-"); err != nil {
+	if out, err := env.Kubectl(ctx, manifest(`'minimal-responses yes;'`), "apply", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply of the fixed BindCluster failed: %v\n%s", err, out)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &bc); err != nil {
-			return false, nil
-		}
-		cond = meta.FindStatusCondition(bc.Status.Conditions, v1.ConditionConfigValid)
-		return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == bc.Generation, nil
-	})
-	if err != nil {
-		t.Fatalf("ConfigValid did not return to True after the fix: %+v", bc.Status.Conditions)
-	}
+	waitConfigValid(ctx, t, ns, name, metav1.ConditionTrue)
 	now, _, err := currentRollout(ctx, ns, name)
-	must(t, err)
+	testkit.Must(t, err)
 	podsNow, err := podStates(ctx, ns, name)
-	must(t, err)
+	testkit.Must(t, err)
 	if now != before || describePods(podsNow) != describePods(pods) {
 		t.Errorf("fixing the spec rolled the cluster: %+v -> %+v, pods %s -> %s", before, now, describePods(pods), describePods(podsNow))
 	}
+}
+
+// waitConfigValid waits until the BindCluster's ConfigValid condition has
+// status for its current generation, and returns it.
+func waitConfigValid(ctx context.Context, t *testing.T, ns, name string, status metav1.ConditionStatus) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	NewWithT(t).Eventually(func() error {
+		var bc v1.BindCluster
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &bc); err != nil {
+			return err
+		}
+		cond = meta.FindStatusCondition(bc.Status.Conditions, v1.ConditionConfigValid)
+		if cond == nil || cond.Status != status || cond.ObservedGeneration != bc.Generation {
+			return fmt.Errorf("generation %d, conditions %s", bc.Generation, conditions(bc.Status.Conditions))
+		}
+		return nil
+	}).WithContext(ctx).WithTimeout(60*time.Second).Should(Succeed(), "ConfigValid of BindCluster %s/%s never became %s", ns, name, status)
+	return cond
 }
 
 // waitEvent waits for an event of type and reason about the BindCluster.
 func waitEvent(ctx context.Context, t *testing.T, ns, name, typ, reason string) *eventsv1.Event {
 	t.Helper()
 	var found *eventsv1.Event
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	NewWithT(t).Eventually(func() error {
 		var list eventsv1.EventList
 		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, nil
+			return err
 		}
 		for i, e := range list.Items {
 			if e.Regarding.Kind == "BindCluster" && e.Regarding.Name == name && e.Type == typ && e.Reason == reason {
 				found = &list.Items[i]
-				return true, nil
+				return nil
 			}
 		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s event %s about BindCluster %s/%s", typ, reason, ns, name)
-	}
+		return fmt.Errorf("%d events in %s, none %s %s about BindCluster %s", len(list.Items), ns, typ, reason, name)
+	}).WithContext(ctx).WithTimeout(60 * time.Second).Should(Succeed())
 	return found
 }
 

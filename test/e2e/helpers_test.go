@@ -3,37 +3,29 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // authoritative describes the BindCluster most tests run: an
 // authoritative cluster with a transfer key and a catalog zone.
@@ -54,7 +46,7 @@ func (a authoritative) create(ctx context.Context, t *testing.T) *v1.BindCluster
 		ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.transferKey()},
 		Spec:       v1.BindTSIGKeySpec{Algorithm: "hmac-sha256"},
 	}
-	must(t, env.Client.Create(ctx, key))
+	testkit.Must(t, env.Client.Create(ctx, key))
 	cat := &v1.BindCatalogZone{
 		ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name + "-catalog"},
 		Spec: v1.BindCatalogZoneSpec{
@@ -63,7 +55,7 @@ func (a authoritative) create(ctx context.Context, t *testing.T) *v1.BindCluster
 			TransferKeyRef: v1.LocalObjectReference{Name: a.transferKey()},
 		},
 	}
-	must(t, env.Client.Create(ctx, cat))
+	testkit.Must(t, env.Client.Create(ctx, cat))
 	c := &v1.BindCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name},
 		Spec: v1.BindClusterSpec{
@@ -76,7 +68,7 @@ func (a authoritative) create(ctx context.Context, t *testing.T) *v1.BindCluster
 	if a.Mutate != nil {
 		a.Mutate(c)
 	}
-	must(t, env.Client.Create(ctx, c))
+	testkit.Must(t, env.Client.Create(ctx, c))
 	return c
 }
 
@@ -105,16 +97,24 @@ func (a authoritative) catalogZone(name, zoneName, updateKey string, records ...
 func waitClusterReady(ctx context.Context, t *testing.T, ns, name string, replicas int32) *v1.BindCluster {
 	t.Helper()
 	var c v1.BindCluster
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+	NewWithT(t).Eventually(func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
-			return false, nil
+			return err
 		}
-		return c.Status.ReadyReplicas == replicas && meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionReady), nil
-	})
-	if err != nil {
-		t.Fatalf("BindCluster %s/%s not ready (%d/%d, conditions %+v): %v", ns, name, c.Status.ReadyReplicas, replicas, c.Status.Conditions, err)
-	}
+		if c.Status.ReadyReplicas != replicas || !meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionReady) {
+			return fmt.Errorf("%d/%d ready, conditions %s", c.Status.ReadyReplicas, replicas, conditions(c.Status.Conditions))
+		}
+		return nil
+	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Succeed(), "BindCluster %s/%s not Ready", ns, name)
 	return &c
+}
+
+func conditions(cs []metav1.Condition) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // waitSOA waits until server answers zone's SOA authoritatively and
@@ -127,21 +127,33 @@ func waitSOA(ctx context.Context, t *testing.T, server, zone, who string) uint32
 // waitSerial waits until server serves zone with a serial of at least min.
 func waitSerial(ctx context.Context, t *testing.T, server, zone, who string, minSerial uint32) uint32 {
 	t.Helper()
-	var last string
 	var serial uint32
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+	NewWithT(t).Eventually(func() error {
 		s, err := soaSerial(server, zone)
 		if err != nil {
-			last = err.Error()
-			return false, nil
+			return err
 		}
-		serial, last = s, fmt.Sprintf("serial %d", s)
-		return s >= minSerial, nil
-	})
-	if err != nil {
-		t.Fatalf("%s (%s) does not serve %s with serial >= %d: last answer %s", who, server, zone, minSerial, last)
-	}
+		if serial = s; s < minSerial {
+			return fmt.Errorf("serial %d", s)
+		}
+		return nil
+	}).WithContext(ctx).Should(Succeed(), "%s (%s) does not serve %s with serial >= %d", who, server, zone, minSerial)
 	return serial
+}
+
+// waitA waits until server answers name's A record with exactly want.
+func waitA(ctx context.Context, t *testing.T, server, name, want, who string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		in, err := localcluster.Dig(server, name, dns.TypeA)
+		if err != nil {
+			return err
+		}
+		if got := aValues(in); in.Rcode != dns.RcodeSuccess || len(got) != 1 || got[0] != want {
+			return fmt.Errorf("%s %v", dns.RcodeToString[in.Rcode], got)
+		}
+		return nil
+	}).WithContext(ctx).Should(Succeed(), "%s (%s) does not answer %s A %s", who, server, name, want)
 }
 
 // soaSerial asks server for zone's SOA (UDP) and returns its serial.
@@ -188,19 +200,16 @@ type tsigKey struct{ Name, Algorithm, Secret string }
 func readTSIGKey(ctx context.Context, t *testing.T, ns, name string) tsigKey {
 	t.Helper()
 	var s corev1.Secret
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-tsig"}, &s) == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the Secret of BindTSIGKey %s/%s never appeared: %v", ns, name, err)
-	}
+	NewWithT(t).Eventually(func() error {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + v1.TSIGSecretNameSuffix}, &s)
+	}).WithContext(ctx).Should(Succeed(), "the Secret of BindTSIGKey %s/%s never appeared", ns, name)
 	k := tsigKey{
 		Name:      dns.Fqdn(string(s.Data[v1.TSIGSecretKeyName])),
 		Algorithm: dns.Fqdn(string(s.Data[v1.TSIGSecretAlgorithm])),
 		Secret:    string(s.Data[v1.TSIGSecretKey]),
 	}
 	if k.Name == "." || k.Secret == "" {
-		t.Fatalf("Secret %s/%s-tsig holds no usable key: %v", ns, name, s.Data)
+		t.Fatalf("Secret %s/%s%s holds no usable key (keys %v)", ns, name, v1.TSIGSecretNameSuffix, slices.Sorted(maps.Keys(s.Data)))
 	}
 	return k
 }
@@ -289,23 +298,10 @@ func podIPs(ctx context.Context, t *testing.T, ns, cluster string, replicas int3
 	ips := make([]string, replicas)
 	for i := range replicas {
 		ip, err := env.Cluster.PodIP(ctx, ns, fmt.Sprintf("%s-%d", cluster, i))
-		must(t, err)
+		testkit.Must(t, err)
 		ips[i] = ip
 	}
 	return ips
-}
-
-// kubectl runs bin/k8s/kubectl against the cluster with stdin.
-func kubectl(ctx context.Context, t *testing.T, stdin string, args ...string) (string, error) {
-	t.Helper()
-	bin := filepath.Join(envtestutil.RepoRoot(), "bin", "k8s", "kubectl")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("kubectl not built: run hack/build-k8s-binaries.sh bin/k8s kubectl")
-	}
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", env.Cluster.KubeconfigPath()}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // aValues returns the addresses of the A records in a reply's answer.
@@ -319,13 +315,19 @@ func aValues(in *dns.Msg) []string {
 	return got
 }
 
-// dumpOnFailure logs what a failed test needs to see: the zones' and the
-// records' status and every pod's named and agent log tail.
+// dumpOnFailure logs what a failed test needs to see: the cluster's and
+// zones' and records' status, and every pod's description (containers,
+// events) with its named and agent log tails.
 func dumpOnFailure(t *testing.T, ns, cluster string, replicas int32) {
 	if !t.Failed() {
 		return
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var bc v1.BindCluster
+	if env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, &bc) == nil {
+		t.Logf("BindCluster %s status: ready %d, conditions %s", cluster, bc.Status.ReadyReplicas, conditions(bc.Status.Conditions))
+	}
 	var zones v1.BindZoneList
 	if env.Client.List(ctx, &zones, client.InNamespace(ns)) == nil {
 		for _, z := range zones.Items {
@@ -343,9 +345,14 @@ func dumpOnFailure(t *testing.T, ns, cluster string, replicas int32) {
 		}
 	}
 	for i := range replicas {
+		pod := fmt.Sprintf("%s-%d", cluster, i)
+		t.Log(env.Cluster.DescribePod(ctx, ns, pod))
 		for _, c := range []string{"named", "agent"} {
-			if l, err := env.Cluster.Logs(ns, fmt.Sprintf("%s-%d", cluster, i), c); err == nil {
-				t.Logf("%s-%d %s log (tail):\n%s", cluster, i, c, tail(l, 6000))
+			if l, err := env.Cluster.Logs(ctx, ns, pod, c, false); err == nil {
+				t.Logf("%s %s log (tail):\n%s", pod, c, tail(l, 6000))
+			}
+			if l, err := env.Cluster.Logs(ctx, ns, pod, c, true); err == nil && l != "" {
+				t.Logf("%s %s log of the previous instance (tail):\n%s", pod, c, tail(l, 3000))
 			}
 		}
 	}

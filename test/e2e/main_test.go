@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // env is the one local cluster with the operator that every test of the
@@ -19,25 +22,30 @@ import (
 // BindCluster objects, so tests never see each other's objects.
 var env *Env
 
-// TestMain starts the shared environment once: building the operator and
-// starting the control plane is most of a test's cost, and only one local
-// cluster may run on a machine at a time anyway.
+// TestMain installs the operator once, from config/default-selfmanaged:
+// building the images and starting a real node are most of a run's cost,
+// and only one local cluster may run on a machine at a time anyway.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
 	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "test/e2e: the end-to-end tests run pods in network namespaces and need root")
+		fmt.Fprintln(os.Stderr, "test/e2e: the end-to-end tests run a kubelet, containerd and kube-proxy and need root")
 		return 1
 	}
 	// The API server's warnings (e.g. about a sample) reach the test output.
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	SetDefaultEventuallyTimeout(90 * time.Second)
+	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	SetDefaultConsistentlyPollingInterval(time.Second)
+	// The operator image may need a rebuild (a minute or three on two
+	// cores), then the cluster starts and the overlay is installed.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
 	var err error
-	env, err = Start(ctx, Options{Logf: func(format string, args ...any) {
+	env, err = Start(ctx, Options{Overlay: OverlaySelfManaged, Logf: func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
 	}})
 	if err != nil {
@@ -47,25 +55,28 @@ func run(m *testing.M) int {
 	fmt.Fprintf(os.Stderr, "e2e: environment up in %s\n", time.Since(start).Round(time.Millisecond))
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "operator log (tail):\n%s\n", env.OperatorLogTail(6000))
-		// The work folder goes with Stop; keep the whole log for a look.
-		if b, err := os.ReadFile(env.OperatorLog); err == nil {
-			kept := filepath.Join(os.TempDir(), "bind-operator-e2e-operator.log")
-			if os.WriteFile(kept, b, 0o644) == nil {
-				fmt.Fprintf(os.Stderr, "full operator log: %s\n", kept)
-			}
-		}
+		printOperatorLogs(env)
 	}
 	env.Stop()
 	return code
 }
 
+// printOperatorLogs prints the operator's logs (the tail; the whole of
+// them goes to a file, since the cluster goes with Stop).
+func printOperatorLogs(e *Env) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	logs := e.OperatorLogs(ctx)
+	fmt.Fprintf(os.Stderr, "%s\noperator logs (tail):\n%s\n", e.DescribeOperator(ctx), tail(logs, 20000))
+	kept := filepath.Join(os.TempDir(), "bind-operator-e2e-operator.log")
+	if os.WriteFile(kept, []byte(logs), 0o644) == nil {
+		fmt.Fprintf(os.Stderr, "full operator logs: %s\n", kept)
+	}
+}
+
 // newNamespace creates a namespace for one test.
 func newNamespace(ctx context.Context, t *testing.T, name string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
+	testkit.Must(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 	return name
 }

@@ -13,6 +13,7 @@ import (
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestRecordChangeReachesSecondariesThroughSignedNotify (issue 6 b): a
@@ -35,14 +36,14 @@ func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
 	a := authoritative{Namespace: ns, Name: "notify", Replicas: 3, Catalog: "catalog.notify.internal"}
 	a.create(ctx, t)
 	const zone = "notify.e2e.example"
-	must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
-	must(t, env.Client.Create(ctx, a.catalogZone("zone", zone, "updates")))
+	testkit.Must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
+	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("zone", zone, "updates")))
 	rec := &v1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
 		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "zone"}, Name: "app", Type: "A",
 			TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.1"}},
 	}
-	must(t, env.Client.Create(ctx, rec))
+	testkit.Must(t, env.Client.Create(ctx, rec))
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
 
 	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
@@ -53,15 +54,15 @@ func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
 	// Only what the secondaries log from here on counts.
 	logStart := make([]int, a.Replicas)
 	for i := 1; i < int(a.Replicas); i++ {
-		l, err := env.Cluster.Logs(ns, fmt.Sprintf("%s-%d", a.Name, i), "named")
-		must(t, err)
+		l, err := env.Cluster.Logs(ctx, ns, fmt.Sprintf("%s-%d", a.Name, i), "named", false)
+		testkit.Must(t, err)
 		logStart[i] = len(l)
 	}
 
 	start := time.Now()
-	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec))
 	rec.Spec.Values = []string{"192.0.2.2"}
-	must(t, env.Client.Update(ctx, rec))
+	testkit.Must(t, env.Client.Update(ctx, rec))
 	var slowest time.Duration
 	for i := 1; i < int(a.Replicas); i++ {
 		waitA(ctx, t, ips[i], "app."+zone, "192.0.2.2", fmt.Sprintf("%s-%d", a.Name, i))
@@ -78,8 +79,8 @@ func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
 	transferKey := a.transferKey()
 	for i := 1; i < int(a.Replicas); i++ {
 		pod := fmt.Sprintf("%s-%d", a.Name, i)
-		l, err := env.Cluster.Logs(ns, pod, "named")
-		must(t, err)
+		l, err := env.Cluster.Logs(ctx, ns, pod, "named", false)
+		testkit.Must(t, err)
 		fresh := l[logStart[i]:]
 		var accepted []string
 		for _, line := range strings.Split(fresh, "\n") {

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestPrimaryPodDeleted (issue 6 c): deleting the primary pod brings it back
@@ -37,8 +37,8 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	a := authoritative{Namespace: ns, Name: "survivor", Replicas: 3, Catalog: "catalog.survivor.internal", Storage: true}
 	a.create(ctx, t)
 	const zone = "primary.e2e.example"
-	must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
-	must(t, env.Client.Create(ctx, a.catalogZone("zone", zone, "updates", v1.RecordSet{Name: "www", Type: "A", Values: []string{"192.0.2.10"}})))
+	testkit.Must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
+	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("zone", zone, "updates", v1.RecordSet{Name: "www", Type: "A", Values: []string{"192.0.2.10"}})))
 	record := func(name, ip string) *v1.DNSRecord {
 		return &v1.DNSRecord{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -46,7 +46,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 				TTL: ptr.To[v1.TTL](60), Values: []string{ip}},
 		}
 	}
-	must(t, env.Client.Create(ctx, record("api", "192.0.2.80")))
+	testkit.Must(t, env.Client.Create(ctx, record("api", "192.0.2.80")))
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
 
 	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
@@ -62,11 +62,11 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	t.Logf("BindZone record and DNSRecord served by all %d pods (%s after the catalog was)", a.Replicas, time.Since(zoneStart).Round(time.Millisecond))
 
 	before, _, err := currentRollout(ctx, ns, a.Name)
-	must(t, err)
+	testkit.Must(t, err)
 	pods, err := podStates(ctx, ns, a.Name)
-	must(t, err)
+	testkit.Must(t, err)
 	var bc v1.BindCluster
-	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Name}, &bc))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Name}, &bc))
 	primaryName := a.Name + "-0"
 	old := pods[primaryName]
 	t.Logf("before: generation %d, hash %s, pods %s", before.Generation, shortHash(before.Hash), describePods(pods))
@@ -103,6 +103,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 
 	// The secondaries keep answering while the primary is away.
 	loopCtx, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
 	loops := make([]chan queryStats, 0, len(ips)-1)
 	for _, ip := range ips[1:] {
 		ch := make(chan queryStats, 1)
@@ -111,20 +112,23 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	}
 
 	start := time.Now()
-	must(t, env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: primaryName}}, client.Preconditions{UID: &old.UID}))
-	var back *podState
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.Cluster.WaitPodReady(ctx, ns, primaryName, time.Second)
-		if err != nil || p.UID == old.UID {
-			return false, nil
+	testkit.Must(t, env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: primaryName}}, client.Preconditions{UID: &old.UID}))
+	var back podState
+	NewWithT(t).Eventually(func() error {
+		p, err := env.Cluster.Client().CoreV1().Pods(ns).Get(ctx, primaryName, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-		back = &podState{UID: p.UID, IP: p.Status.PodIP}
-		return true, nil
-	})
-	if err != nil {
-		stopLoops()
-		t.Fatalf("the primary pod did not come back Ready within 2m")
-	}
+		if p.UID == old.UID {
+			return fmt.Errorf("still the old pod %s", shortUID(p.UID))
+		}
+		if !localcluster.PodReady(p) {
+			return fmt.Errorf("new pod %s not Ready yet (phase %s)", shortUID(p.UID), p.Status.Phase)
+		}
+		back = podState{UID: p.UID, IP: p.Status.PodIP}
+		return nil
+	}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "the primary pod did not come back Ready\n%s",
+		func() string { return env.Cluster.DescribePod(ctx, ns, primaryName) })
 	t.Logf("primary back and Ready after %s: %s -> %s", time.Since(start).Round(time.Millisecond), old, back)
 	if back.IP == old.IP {
 		t.Errorf("the primary came back with its old IP %s; the local cluster should hand out a new one", old.IP)
@@ -142,7 +146,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 		waitA(ctx, t, ip, "www."+zone, "192.0.2.10", who)
 	}
 	added := time.Now()
-	must(t, env.Client.Create(ctx, record("after", "192.0.2.81")))
+	testkit.Must(t, env.Client.Create(ctx, record("after", "192.0.2.81")))
 	for i, ip := range ips {
 		waitA(ctx, t, ip, "after."+zone, "192.0.2.81", fmt.Sprintf("%s-%d", a.Name, i))
 	}
@@ -167,9 +171,9 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	}
 	mu.Unlock()
 	after, _, err := currentRollout(ctx, ns, a.Name)
-	must(t, err)
+	testkit.Must(t, err)
 	final, err := podStates(ctx, ns, a.Name)
-	must(t, err)
+	testkit.Must(t, err)
 	uids := seen()
 	if after != before {
 		t.Errorf("the StatefulSet was rolled: %+v -> %+v", before, after)
@@ -190,36 +194,10 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	if extra != 0 || final[primaryName].Restarts != 0 {
 		t.Errorf("containers restarted: %d on the secondaries, %d in the new primary", extra, final[primaryName].Restarts)
 	}
-	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Name}, &bc))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Name}, &bc))
 	if bc.Status.ConfigHash != before.Hash {
 		t.Errorf("status.configHash %s -> %s", shortHash(before.Hash), shortHash(bc.Status.ConfigHash))
 	}
 	t.Logf("after %s: generation %d, hash %s (unchanged), pods %s; extra restarts 0, secondaries recreated 0",
 		time.Since(start).Round(time.Second), after.Generation, shortHash(after.Hash), describePods(final))
-}
-
-// waitA waits until server answers name's A record with exactly want.
-func waitA(ctx context.Context, t *testing.T, server, name, want, who string) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
-		in, err := localcluster.Dig(server, name, dns.TypeA)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		got := aValues(in)
-		last = fmt.Sprintf("%s %v", dns.RcodeToString[in.Rcode], got)
-		return in.Rcode == dns.RcodeSuccess && len(got) == 1 && got[0] == want, nil
-	})
-	if err != nil {
-		t.Fatalf("%s (%s) does not answer %s A %s: last answer %s", who, server, name, want, last)
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,15 +11,16 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestConfigChangeRollsOnceWithoutDowntime (issue 6 d): a change of
@@ -36,7 +38,7 @@ func TestConfigChangeRollsOnceWithoutDowntime(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clients"},
 		Spec:       v1.BindACLSpec{Entries: []v1.AddressMatchElement{{Builtin: "any"}}},
 	}
-	must(t, env.Client.Create(ctx, acl))
+	testkit.Must(t, env.Client.Create(ctx, acl))
 	a := authoritative{Namespace: ns, Name: "rolling", Replicas: 3, Catalog: "catalog.rolling.internal", Storage: true,
 		Mutate: func(c *v1.BindCluster) { c.Spec.AllowQuery = []v1.AddressMatchElement{{ACLRef: "clients"}} }}
 	a.create(ctx, t)
@@ -45,21 +47,21 @@ func TestConfigChangeRollsOnceWithoutDowntime(t *testing.T) {
 		waitSOA(ctx, t, ip, a.Catalog, "pod "+ip)
 	}
 	queryIP, err := env.Cluster.ServiceIP(ctx, ns, a.Name)
-	must(t, err)
+	testkit.Must(t, err)
 	waitSOA(ctx, t, queryIP, a.Catalog, "query Service")
 
 	// 1. The ACL that allow-query names changes (still admitting the
 	// clients: the proxy presents them as 198.18.0.1).
 	rollOnce(ctx, t, a, queryIP, "BindACL edit", func() {
-		must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(acl), acl))
+		testkit.Must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(acl), acl))
 		acl.Spec.Entries = []v1.AddressMatchElement{{Address: "192.0.2.1", Negate: true}, {Builtin: "any"}}
-		must(t, env.Client.Update(ctx, acl))
+		testkit.Must(t, env.Client.Update(ctx, acl))
 	})
 
 	// 2. The transfer key's material is rotated.
 	oldKey := readTSIGKey(ctx, t, ns, a.transferKey())
 	rollOnce(ctx, t, a, queryIP, "TSIG key rotation", func() {
-		must(t, env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.transferKey() + "-tsig"}}))
+		testkit.Must(t, env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.transferKey() + "-tsig"}}))
 	})
 	if newKey := readTSIGKey(ctx, t, ns, a.transferKey()); newKey.Secret == oldKey.Secret {
 		t.Errorf("the transfer key's material did not change")
@@ -75,16 +77,18 @@ func TestConfigChangeRollsOnceWithoutDowntime(t *testing.T) {
 func rollOnce(ctx context.Context, t *testing.T, a authoritative, queryIP, what string, change func()) {
 	t.Helper()
 	before, _, err := currentRollout(ctx, a.Namespace, a.Name)
-	must(t, err)
+	testkit.Must(t, err)
 	pods, err := podStates(ctx, a.Namespace, a.Name)
-	must(t, err)
+	testkit.Must(t, err)
 	if len(pods) != int(a.Replicas) {
 		t.Fatalf("%s: want %d pods before the change, got %s", what, a.Replicas, describePods(pods))
 	}
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	seen := watchPodUIDs(watchCtx, t, a.Namespace, a.Name)
+	defer stopWatch()
 	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
 	results := make(chan queryStats, 1)
 	go func() { results <- queryLoop(loopCtx, queryIP, a.Catalog, 100*time.Millisecond, 1800, 180*time.Second) }()
 
@@ -93,44 +97,47 @@ func rollOnce(ctx context.Context, t *testing.T, a authoritative, queryIP, what 
 
 	// Wait for the roll to complete: a new generation fully rolled out,
 	// every pod replaced and ready.
-	var sts string
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	NewWithT(t).Eventually(func() error {
 		now, s, err := currentRollout(ctx, a.Namespace, a.Name)
 		if err != nil {
-			return false, nil
+			return err
 		}
-		sts = fmt.Sprintf("generation %d (observed %d), hash %s, updated %d, ready %d, revisions %s/%s",
+		sts := fmt.Sprintf("generation %d (observed %d), hash %s, updated %d, ready %d, revisions %s/%s",
 			s.Generation, s.Status.ObservedGeneration, shortHash(now.Hash), s.Status.UpdatedReplicas, s.Status.ReadyReplicas, s.Status.CurrentRevision, s.Status.UpdateRevision)
 		if now.Hash == before.Hash || s.Status.ObservedGeneration != s.Generation || s.Status.UpdatedReplicas != a.Replicas ||
 			s.Status.ReadyReplicas != a.Replicas || s.Status.CurrentRevision != s.Status.UpdateRevision {
-			return false, nil
+			return errors.New(sts)
 		}
 		cur, err := podStates(ctx, a.Namespace, a.Name)
-		if err != nil || len(cur) != int(a.Replicas) {
-			return false, nil
+		if err != nil {
+			return err
+		}
+		if len(cur) != int(a.Replicas) {
+			return fmt.Errorf("%s; pods %s", sts, describePods(cur))
 		}
 		for name, p := range cur {
 			if p.UID == pods[name].UID {
-				return false, nil
+				return fmt.Errorf("%s; %s not replaced yet", sts, name)
 			}
 		}
-		return true, nil
-	})
-	if err != nil {
-		stopLoop()
-		stopWatch()
-		t.Fatalf("%s: the roll did not complete within 3m: %s", what, sts)
-	}
+		return nil
+	}).WithContext(ctx).WithTimeout(4*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "%s: the roll did not complete", what)
 	rolled := time.Since(start)
 	waitClusterReady(ctx, t, a.Namespace, a.Name, a.Replicas)
 	// Hold on a little: a second roll would start right after the first.
-	time.Sleep(8 * time.Second)
+	NewWithT(t).Consistently(func() (int64, error) {
+		_, s, err := currentRollout(ctx, a.Namespace, a.Name)
+		if err != nil {
+			return 0, err
+		}
+		return s.Generation, nil
+	}).WithContext(ctx).WithTimeout(8*time.Second).Should(Equal(before.Generation+1), "%s: a second roll followed the first", what)
 	stopLoop()
 	stats := <-results
 	stopWatch()
 
 	after, _, err := currentRollout(ctx, a.Namespace, a.Name)
-	must(t, err)
+	testkit.Must(t, err)
 	if after.Generation != before.Generation+1 {
 		t.Errorf("%s: StatefulSet generation %d -> %d, want exactly +1 (one roll)", what, before.Generation, after.Generation)
 	}
@@ -175,7 +182,7 @@ func watchPodUIDs(ctx context.Context, t *testing.T, ns, cluster string) func() 
 	pods := env.Cluster.Client().CoreV1().Pods(ns)
 	sel := v1.LabelCluster + "=" + cluster
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel})
-	must(t, err)
+	testkit.Must(t, err)
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp) })
 	for i := range list.Items {
 		add(&list.Items[i])
@@ -280,7 +287,7 @@ func bumpCatalogEverywhere(ctx context.Context, t *testing.T, a authoritative) {
 	ips := podIPs(ctx, t, a.Namespace, a.Name, a.Replicas)
 	primary := ips[0]
 	in, err := localcluster.DigTCP(primary, a.Catalog, dns.TypeSOA)
-	must(t, err)
+	testkit.Must(t, err)
 	if len(in.Answer) != 1 {
 		t.Fatalf("primary %s: no SOA for %s (rcode %s)", primary, a.Catalog, dns.RcodeToString[in.Rcode])
 	}
@@ -297,7 +304,7 @@ func bumpCatalogEverywhere(ctx context.Context, t *testing.T, a authoritative) {
 	start := time.Now()
 	waitSerial(ctx, t, primary, a.Catalog, "primary", want)
 	primarySvc, err := env.Cluster.ServiceIP(ctx, a.Namespace, a.Name+"-primary")
-	must(t, err)
+	testkit.Must(t, err)
 	waitSerial(ctx, t, primarySvc, a.Catalog, "primary Service", want)
 	for i, ip := range ips[1:] {
 		n := new(dns.Msg)

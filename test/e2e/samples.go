@@ -1,62 +1,29 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
+	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-
-	"git.unkin.net/unkin/bind-operator/test/envtestutil"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
-// ApplySamples creates every object of config/samples in namespace, through
-// the operator's admission webhooks, and returns them.
-func (e *Env) ApplySamples(ctx context.Context, namespace string) ([]*unstructured.Unstructured, error) {
-	files, err := filepath.Glob(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "bind_*.yaml"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no samples: %v", err)
-	}
-	var all []*unstructured.Unstructured
-	for _, f := range files {
-		objs, err := ReadObjects(f)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			o.SetNamespace(namespace)
-			if err := e.Client.Create(ctx, o); err != nil {
-				return nil, fmt.Errorf("%s: %s %s: %w", filepath.Base(f), o.GetKind(), o.GetName(), err)
-			}
-			all = append(all, o)
-		}
-	}
-	return all, nil
-}
+// SamplesDir is config/samples, the examples of every kind.
+func SamplesDir() string { return filepath.Join(testkit.RepoRoot(), "config", "samples") }
 
-// ReadObjects decodes every YAML document of a file.
-func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
+// ApplySamples applies config/samples into namespace as a user does —
+// `kubectl apply -k config/samples -n <namespace>`, through the operator's
+// admission webhooks — and returns kubectl's lines (one per object).
+func (e *Env) ApplySamples(ctx context.Context, namespace string) ([]string, error) {
+	out, err := e.Kubectl(ctx, "", "apply", "-k", SamplesDir(), "-n", namespace)
 	if err != nil {
 		return nil, err
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
 		}
 	}
+	return lines, nil
 }

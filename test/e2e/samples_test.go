@@ -3,35 +3,42 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
-// TestSamples applies config/samples to a real local cluster with the
-// operator and its webhooks, and checks what a user would: every BIND pod of
-// the authoritative cluster becomes ready and serves the catalog zone (the
+// TestSamples applies config/samples with kubectl, as the README tells a
+// user to, and checks what a user would: every BIND pod of both sample
+// clusters becomes ready; every pod of the authoritative cluster and its
+// query Service (through kube-proxy) serve the catalog zone (the
 // secondaries through a keyed transfer from the primary Service) and the
-// sample zone with its records and the sample DNSRecord, and a
-// broken object applied with kubectl is refused with the webhook's message.
+// sample zone with its records and the sample DNSRecord; the resolver's
+// query Service answers; and a broken object applied with kubectl is
+// refused with the webhook's message.
 func TestSamples(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "samples")
+	t.Cleanup(func() { dumpOnFailure(t, ns, "authoritative", 3) })
 
-	if _, err := env.ApplySamples(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	applied, err := env.ApplySamples(ctx, ns)
+	testkit.Must(t, err)
+	t.Logf("kubectl apply -k config/samples -n %s:\n  %v", ns, applied)
 	cluster := waitClusterReady(ctx, t, ns, "authoritative", 3)
+	waitClusterReady(ctx, t, ns, "resolver", 2)
 
 	var primarySvc corev1.Service
-	must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "authoritative-primary"}, &primarySvc))
-	if cluster.Status.PrimaryAddress != primarySvc.Spec.ClusterIP {
-		t.Errorf("primaryAddress = %q, want the primary Service ClusterIP %q", cluster.Status.PrimaryAddress, primarySvc.Spec.ClusterIP)
-	}
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "authoritative-primary"}, &primarySvc))
+	g.Expect(cluster.Status.PrimaryAddress).To(Equal(primarySvc.Spec.ClusterIP), "status.primaryAddress is the primary Service's ClusterIP")
 
 	// The catalog zone is config-level: the primary loads it from its seed,
 	// each secondary transfers it, keyed, from the primary Service.
@@ -40,7 +47,7 @@ func TestSamples(t *testing.T) {
 		servers[fmt.Sprintf("authoritative-%d", i)] = ip
 	}
 	queryIP, err := env.Cluster.ServiceIP(ctx, ns, "authoritative")
-	must(t, err)
+	testkit.Must(t, err)
 	servers["query Service"] = queryIP
 	for name, ip := range servers {
 		waitSOA(ctx, t, ip, "catalog.example.internal.", name)
@@ -55,15 +62,35 @@ func TestSamples(t *testing.T) {
 		waitA(ctx, t, ip, "api.example.com.", "192.0.2.80", name)
 	}
 
+	// The resolver's query Service answers through kube-proxy (the host is
+	// in none of its internal networks, so it sees the external view; the
+	// CHAOS hostname tells which pod answered).
+	resolverIP, err := env.Cluster.ServiceIP(ctx, ns, "resolver")
+	testkit.Must(t, err)
+	g.Eventually(func() error {
+		m := new(dns.Msg)
+		m.SetQuestion("hostname.bind.", dns.TypeTXT)
+		m.Question[0].Qclass = dns.ClassCHAOS
+		in, err := localcluster.Exchange("udp", resolverIP, m)
+		if err != nil {
+			return err
+		}
+		if in.Rcode != dns.RcodeSuccess || len(in.Answer) != 1 {
+			return fmt.Errorf("rcode %s, %d answers", dns.RcodeToString[in.Rcode], len(in.Answer))
+		}
+		t.Logf("resolver query Service %s: %s", resolverIP, in.Answer[0])
+		return nil
+	}).WithContext(ctx).Should(Succeed(), "the resolver's query Service %s does not answer", resolverIP)
+
 	// A broken object is refused by the webhook, through a real kubectl.
-	out, err := kubectl(ctx, t, `apiVersion: bind.unkin.net/v1alpha1
+	out, err := env.Kubectl(ctx, `apiVersion: bind.unkin.net/v1alpha1
 kind: BindCluster
 metadata: {name: sneaky, namespace: `+ns+`}
 spec:
   extraOptions: ['also-notify { 198.18.0.42; };']
 `, "apply", "-f", "-")
-	if err == nil || !strings.Contains(out, "spec.extraOptions[0]") || !strings.Contains(out, "key") {
-		t.Fatalf("kubectl apply of a pod-IP option should be refused by the webhook with a field path and the keyed alternative; got err=%v:\n%s", err, out)
-	}
+	g.Expect(err).To(HaveOccurred(), "kubectl apply of a pod-IP option should be refused:\n%s", out)
+	g.Expect(out).To(SatisfyAll(ContainSubstring("spec.extraOptions[0]"), ContainSubstring("key")),
+		"the refusal names the field and the keyed alternative")
 	t.Logf("kubectl refused the broken object:\n%s", out)
 }

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestTSIGKeySecretTemplate (issue 6 e): a BindTSIGKey's secretTemplate is
@@ -43,7 +44,7 @@ func TestTSIGKeySecretTemplate(t *testing.T) {
 			},
 		},
 	}
-	must(t, env.Client.Create(ctx, key))
+	testkit.Must(t, env.Client.Create(ctx, key))
 	secretKey := client.ObjectKey{Namespace: ns, Name: "external-dns-tsig"}
 
 	first := waitSecret(ctx, t, secretKey, "the template's labels and annotations", func(s *corev1.Secret) bool {
@@ -61,16 +62,16 @@ func TestTSIGKeySecretTemplate(t *testing.T) {
 	// operator must leave that alone.
 	patched := first.DeepCopy()
 	patched.Annotations[userNote] = "kept"
-	must(t, env.Client.Patch(ctx, patched, client.MergeFrom(first)))
+	testkit.Must(t, env.Client.Patch(ctx, patched, client.MergeFrom(first)))
 
 	// Edit the template: one annotation changes value, one is dropped, one
 	// is new; the label changes value.
-	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(key), key))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(key), key))
 	key.Spec.SecretTemplate = &v1.SecretTemplate{
 		Labels:      map[string]string{partOf: "external-dns-v2"},
 		Annotations: map[string]string{reflNamespaces: "external-dns,monitoring", "example.com/rotated": "never"},
 	}
-	must(t, env.Client.Update(ctx, key))
+	testkit.Must(t, env.Client.Update(ctx, key))
 	start := time.Now()
 	second := waitSecret(ctx, t, secretKey, "the edited template", func(s *corev1.Secret) bool {
 		_, stillAllowed := s.Annotations[reflAllowed]
@@ -95,28 +96,24 @@ func TestTSIGKeySecretTemplate(t *testing.T) {
 
 	// Converged means idle: no further writes to the Secret while nothing
 	// changes (the reconcile is idempotent).
-	var after corev1.Secret
-	time.Sleep(3 * time.Second)
-	must(t, env.Client.Get(ctx, secretKey, &after))
-	if after.ResourceVersion != second.ResourceVersion {
-		t.Errorf("the Secret kept changing after the template converged: resourceVersion %s -> %s", second.ResourceVersion, after.ResourceVersion)
-	}
+	NewWithT(t).Consistently(func() (string, error) {
+		var after corev1.Secret
+		err := env.Client.Get(ctx, secretKey, &after)
+		return after.ResourceVersion, err
+	}).WithContext(ctx).WithTimeout(3*time.Second).Should(Equal(second.ResourceVersion), "the Secret kept changing after the template converged")
 }
 
 func waitSecret(ctx context.Context, t *testing.T, key client.ObjectKey, what string, ok func(*corev1.Secret) bool) *corev1.Secret {
 	t.Helper()
 	var s corev1.Secret
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	NewWithT(t).Eventually(func() error {
 		if err := env.Client.Get(ctx, key, &s); err != nil {
-			last = err.Error()
-			return false, nil
+			return err
 		}
-		last = fmt.Sprintf("labels %v, annotations %v", s.Labels, s.Annotations)
-		return ok(&s), nil
-	})
-	if err != nil {
-		t.Fatalf("Secret %s never carried %s: %s", key, what, last)
-	}
+		if !ok(&s) {
+			return fmt.Errorf("labels %v, annotations %v", s.Labels, s.Annotations)
+		}
+		return nil
+	}).WithContext(ctx).WithTimeout(60*time.Second).Should(Succeed(), "Secret %s never carried %s", key, what)
 	return &s
 }
