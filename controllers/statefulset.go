@@ -3,6 +3,7 @@ package controllers
 import (
 	"fmt"
 	"path"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,13 @@ const (
 	configVolume   = "config"
 	keysVolume     = "keys"
 	dataVolume     = "data"
+
+	// sysctlUnprivilegedPortStart is the lowest port a process without
+	// CAP_NET_BIND_SERVICE may bind in the pod's network namespace
+	// (kernel default 1024). The kubelet allows it by default (a safe,
+	// namespaced sysctl).
+	sysctlUnprivilegedPortStart = "net.ipv4.ip_unprivileged_port_start"
+	privilegedPortsEnd          = 1024
 )
 
 // buildStatefulSet returns the desired StatefulSet. The pod template holds
@@ -37,15 +45,19 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 	if agentImage == "" {
 		agentImage = opts.AgentImage
 	}
+	pullPolicy := spec.ImagePullPolicy
+	if pullPolicy == "" {
+		pullPolicy = bindv1alpha1.DefaultImagePullPolicy
+	}
 	ports := spec.Ports
 	if ports.DNS == 0 {
-		ports.DNS = 53
+		ports.DNS = bindv1alpha1.DefaultDNSPort
 	}
 	if ports.Agent == 0 {
-		ports.Agent = 8453
+		ports.Agent = bindv1alpha1.DefaultAgentPort
 	}
 	if ports.Metrics == 0 {
-		ports.Metrics = 9119
+		ports.Metrics = bindv1alpha1.DefaultMetricsPort
 	}
 
 	podLabels := objectLabels(c)
@@ -55,6 +67,12 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 	}
 	annotations[bindv1alpha1.AnnotationConfigHash] = hash
 
+	// Both containers run with a read-only root filesystem: everything
+	// named and the agent write is under paths.DataDir (named's directory,
+	// pid-file, session-keyfile, key-directory, new-zones-directory,
+	// catalog zone-directory; managed keys, dumps and statistics files are
+	// relative to its directory; extraOptions may name no file), and the
+	// entrypoint only creates folders and seeds there.
 	mounts := []corev1.VolumeMount{
 		{Name: configVolume, MountPath: paths.ConfigDir, ReadOnly: true},
 		{Name: keysVolume, MountPath: paths.KeysDir, ReadOnly: true},
@@ -63,14 +81,17 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 	named := corev1.Container{
 		Name:            namedContainer,
 		Image:           image,
-		ImagePullPolicy: spec.ImagePullPolicy,
-		Command:         []string{"/bin/sh", path.Join(paths.ConfigDir, "entrypoint.sh")},
+		ImagePullPolicy: pullPolicy,
+		// No -u: named already runs as PodUser, and binds ports below
+		// 1024 through the pod's ip_unprivileged_port_start sysctl.
+		Command: []string{"/bin/sh", path.Join(paths.ConfigDir, "entrypoint.sh")},
 		Ports: []corev1.ContainerPort{
 			{Name: "dns-udp", ContainerPort: ports.DNS, Protocol: corev1.ProtocolUDP},
 			{Name: "dns-tcp", ContainerPort: ports.DNS, Protocol: corev1.ProtocolTCP},
 		},
-		Resources:    spec.Resources,
-		VolumeMounts: mounts,
+		Resources:       spec.Resources,
+		VolumeMounts:    mounts,
+		SecurityContext: containerSecurityContext(),
 		// The agent answers /readyz only when named answers and every
 		// expected zone is loaded, so a pod joins the query Service only
 		// when it can serve.
@@ -93,7 +114,7 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 	agent := corev1.Container{
 		Name:            agentContainer,
 		Image:           agentImage,
-		ImagePullPolicy: spec.ImagePullPolicy,
+		ImagePullPolicy: pullPolicy,
 		Args: []string{"agent",
 			"--config-dir=" + paths.ConfigDir,
 			"--keys-dir=" + paths.KeysDir,
@@ -106,13 +127,9 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 			{Name: "agent", ContainerPort: ports.Agent, Protocol: corev1.ProtocolTCP},
 			{Name: "metrics", ContainerPort: ports.Metrics, Protocol: corev1.ProtocolTCP},
 		},
-		Resources:    spec.AgentResources,
-		VolumeMounts: mounts,
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		Resources:       spec.AgentResources,
+		VolumeMounts:    mounts,
+		SecurityContext: containerSecurityContext(),
 	}
 
 	affinity := spec.Affinity
@@ -132,6 +149,9 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 		{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: configMapName(c)},
 		}}},
+		// 0440: the kubelet gives the files the pod's fsGroup, so both
+		// containers (PodUser, with PodUser as a supplementary group) read
+		// them and no one else does.
 		{Name: keysVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: keysSecretName(c), DefaultMode: ptr.To[int32](0o440),
 		}}},
@@ -174,7 +194,13 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
 				Spec: corev1.PodSpec{
-					Containers:                    []corev1.Container{named, agent},
+					Containers:      []corev1.Container{named, agent},
+					SecurityContext: podSecurityContext(ports),
+					// Neither container talks to the API server (the
+					// operator calls the agent), nor looks up Services
+					// through environment variables.
+					AutomountServiceAccountToken:  ptr.To(false),
+					EnableServiceLinks:            ptr.To(false),
 					Volumes:                       volumes,
 					ImagePullSecrets:              spec.ImagePullSecrets,
 					NodeSelector:                  spec.NodeSelector,
@@ -187,6 +213,47 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 			},
 			VolumeClaimTemplates: claims,
 		},
+	}
+}
+
+// podSecurityContext runs every container as PodUser, non-root, with the
+// runtime's seccomp profile; the volumes are group-owned by PodUser so a
+// fresh claim is writable. Ports below 1024 (DNS 53, and named's control
+// channel on 953 whatever the DNS port) are bound without capabilities by
+// lowering ip_unprivileged_port_start to the lowest one the pod binds.
+func podSecurityContext(ports bindv1alpha1.ClusterPorts) *corev1.PodSecurityContext {
+	user := int64(bindv1alpha1.PodUser)
+	sc := &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To(user),
+		RunAsGroup:          ptr.To(user),
+		FSGroup:             ptr.To(user),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if lowest, ok := lowestPrivilegedPort(ports.DNS, ports.Agent, ports.Metrics, render.ControlPort, render.StatisticsPort); ok {
+		sc.Sysctls = []corev1.Sysctl{{Name: sysctlUnprivilegedPortStart, Value: strconv.Itoa(int(lowest))}}
+	}
+	return sc
+}
+
+// lowestPrivilegedPort is the lowest of ports when it is below 1024.
+func lowestPrivilegedPort(ports ...int32) (int32, bool) {
+	lowest := int32(privilegedPortsEnd)
+	for _, p := range ports {
+		lowest = min(lowest, p)
+	}
+	return lowest, lowest < privilegedPortsEnd
+}
+
+// containerSecurityContext is both containers': no privilege escalation,
+// no capabilities, a read-only root filesystem (every write goes to a
+// volume).
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
 }
 

@@ -29,6 +29,13 @@ const (
 	MaxReplicas = 15
 	// DefaultImagePullPolicy applies to both containers.
 	DefaultImagePullPolicy = corev1.PullIfNotPresent
+	// PodUser is the uid and gid both containers of a BIND pod run as
+	// (runAsUser, runAsGroup) and the fsGroup of its volumes: the user of
+	// the operator image and of the default BIND image. BindCluster has no
+	// field for it: an image given in spec.image or spec.agentImage runs
+	// as this user too, so its sh, named and rndc must be executable by
+	// any user, and it needs nothing outside the pod's volumes.
+	PodUser = 65532
 	// DefaultServiceType of the primary and query Services.
 	DefaultServiceType = corev1.ServiceTypeClusterIP
 	// DefaultDNSPort, DefaultAgentPort and DefaultMetricsPort are the
