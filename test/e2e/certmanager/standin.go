@@ -165,6 +165,15 @@ type standIn struct{ client.Client }
 const defaultDuration = 90 * 24 * time.Hour
 
 func (r *standIn) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		// The cache was behind a write: look again with fresh objects.
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return res, err
+}
+
+func (r *standIn) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var cert cmapi.Certificate
 	if err := r.Get(ctx, req.NamespacedName, &cert); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -200,7 +209,10 @@ func (r *standIn) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			if err := r.setIssuerReady(ctx, &issuer, false, "ErrGetKeyPair", msg); err != nil {
 				return reconcile.Result{}, err
 			}
-			return reconcile.Result{RequeueAfter: time.Second}, r.setCertReady(ctx, &cert, false, "IssuerNotReady", msg)
+			if err := r.setCertReady(ctx, &cert, false, "IssuerNotReady", msg); err != nil {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 	default:
 		return reconcile.Result{}, r.setCertReady(ctx, &cert, false, "UnsupportedIssuer", "the stand-in handles SelfSigned and CA Issuers only")
