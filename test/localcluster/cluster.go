@@ -42,6 +42,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := checkPrerequisites(&opts); err != nil {
 		return nil, err
 	}
+	if opts.LockWait == 0 {
+		opts.LockWait = 10 * time.Minute
+	}
 	lock, err := acquireLock(ctx, opts.LockWait)
 	if err != nil {
 		return nil, err

@@ -82,9 +82,6 @@ func (o *Options) defaults() error {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	if o.LockWait == 0 {
-		o.LockWait = 10 * time.Minute
-	}
 	if o.PauseImage == "" {
 		o.PauseImage = DefaultPauseImage
 	}
