@@ -3,7 +3,8 @@
 //
 //   - Updates merges record changes into one RFC 2136 UPDATE per zone as a
 //     group commit: BIND applies a 500-record UPDATE about 30 times faster
-//     than 500 single-record ones (a journal fsync per message, DESIGN §8);
+//     than 500 single-record ones (a journal fsync per message:
+//     docs/bind-facts.md, "Measured limits");
 //   - ZoneBatcher merges zone ensures into one agent EnsureZones call per
 //     pod: the agent serialises zone changes on one control session, so
 //     single ensures only queue there, each paying its own round trip.

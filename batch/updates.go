@@ -19,8 +19,9 @@ type Server struct {
 
 // updateBatcher merges the changes of concurrent reconciles into one
 // UPDATE per zone: BIND applies a 500-record UPDATE about 30 times faster
-// than 500 single-record ones (journal fsync per message, DESIGN §8), so
-// thousands of DNSRecords converge at the batched rate, not the per-object one.
+// than 500 single-record ones (journal fsync per message:
+// docs/bind-facts.md, "Measured limits"), so thousands of DNSRecords
+// converge at the batched rate, not the per-object one.
 //
 // It is a group commit: each zone (per server and key) has at most one
 // UPDATE in flight, and what arrives meanwhile goes out together as soon

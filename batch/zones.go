@@ -43,10 +43,10 @@ type ZoneBatchOptions struct {
 // EnsureZones calls, one queue per pod. The agent serialises zone changes
 // anyway (one control session), so concurrent single ensures only queue
 // there, each paying its own HTTPS round trip, JSON decode and state
-// write; a batch pays them once (DESIGN §8: one rndc session ~1,350
-// zones/s). Each caller still gets its own result or error: named's
-// refusal of one zone, or the agent's refusal of one entry, is not its
-// neighbours'.
+// write; a batch pays them once (one rndc session adds ~1,350 zones/s:
+// docs/bind-facts.md, "Measured limits"). Each caller still gets its own
+// result or error: named's refusal of one zone, or the agent's refusal of
+// one entry, is not its neighbours'.
 //
 // It holds a goroutine per pod only while that pod has work, and none
 // after Close.

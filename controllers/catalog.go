@@ -74,11 +74,11 @@ func sortedSet(m map[string]bool) []string {
 
 // notifySecondaries sends a NOTIFY for zone, TSIG-signed with key, to every
 // secondary. The catalog zone is declared in named.conf, where pod IPs may
-// never appear (DESIGN §3.3), so the primary cannot also-notify the
-// secondaries for it; the operator, which holds K, tells them instead. The
-// secondaries accept it through allow-notify { key K; } and then query and
-// transfer from the primary Service as usual. Best effort: the SOA refresh
-// is the fallback.
+// never appear (docs/behaviours.md, "No pod IP in restart-scoped config"),
+// so the primary cannot also-notify the secondaries for it; the operator,
+// which holds K, tells them instead. The secondaries accept it through
+// allow-notify { key K; } and then query and transfer from the primary
+// Service as usual. Best effort: the SOA refresh is the fallback.
 func notifySecondaries(ctx context.Context, pods []PodEndpoint, zone string, key dnsclient.Key) error {
 	var errs []error
 	for _, p := range pods {

@@ -28,7 +28,8 @@ type PodEndpoint struct {
 	Primary bool
 	// Notify is what the primary's also-notify names for this pod: its pod
 	// IP, or "ip:port" when it does not listen on the cluster's DNS port.
-	// Runtime data only, never restart-scoped config (DESIGN §3.3).
+	// Runtime data only, never restart-scoped config (docs/behaviours.md,
+	// "No pod IP in restart-scoped config").
 	Notify string
 	// DNSAddr is host:port of the pod's named (SOA queries, lag).
 	DNSAddr string

@@ -12,10 +12,11 @@ import (
 
 const (
 	// DefaultBatchSize is the most records written per UPDATE (added
-	// records; a deletion counts one). Measured on BIND
-	// 9.18 over TCP (BenchmarkUpdate, DESIGN §8): 500 records per message
-	// runs about twice as fast as external-dns' 50, and 1,000 gains little
-	// over 500 while doubling what a failed batch has to bisect.
+	// records; a deletion counts one). Measured on BIND 9.18 over TCP
+	// (BenchmarkUpdate; docs/bind-facts.md, "Measured limits"): 500
+	// records per message runs about twice as fast as external-dns' 50,
+	// and 1,000 gains little over 500 while doubling what a failed batch
+	// has to bisect.
 	DefaultBatchSize = 500
 	// DefaultMaxMessageSize keeps an UPDATE well under the 64 KiB DNS/TCP
 	// message limit, leaving room for the TSIG record.

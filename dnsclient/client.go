@@ -130,8 +130,8 @@ func (c *Client) tsigProvider() dns.TsigProvider {
 // Each message gets a fresh dns.Conn around the kept net.Conn: a dns.Conn
 // chains the previous message's MAC into the next signature (meant for
 // multi-message transfers), and named answers a second UPDATE signed that
-// way with BADSIG (DESIGN §8). A fresh wrapper signs every message on its
-// own.
+// way with BADSIG (docs/bind-facts.md, "DNS client facts"). A fresh
+// wrapper signs every message on its own.
 func (c *Client) exchange(ctx context.Context, m *dns.Msg) (reply *dns.Msg, verifyErr, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

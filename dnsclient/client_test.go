@@ -89,7 +89,7 @@ func wantRcode(t *testing.T, err error, rcode int) *RcodeError {
 
 // A signed update is applied and served; the prerequisites guard Create,
 // Replace and Delete; many signed messages in a row on one connection all
-// verify (the BADSIG trap of DESIGN §8).
+// verify (the BADSIG trap: docs/bind-facts.md, "DNS client facts").
 func TestUpdateAppliedAndGuarded(t *testing.T) {
 	s, k := server(t, false)
 	c := client(t, s, k)

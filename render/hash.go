@@ -9,10 +9,10 @@ import (
 
 // ConfigHash is the sha256 (hex) of everything the pods load: ConfigData
 // and SecretData. It goes on the pod template, so it must change exactly
-// when a byte of either changes (DESIGN §3.2). Keys are sorted, and every
-// section, key and value is length-prefixed, so no two different Results
-// share an encoding: {"ab":"c"} and {"a":"bc"} differ, and so do a key
-// moving from ConfigData to SecretData.
+// when a byte of either changes (docs/behaviours.md, "Hashed roll"). Keys
+// are sorted, and every section, key and value is length-prefixed, so no
+// two different Results share an encoding: {"ab":"c"} and {"a":"bc"}
+// differ, and so do a key moving from ConfigData to SecretData.
 func ConfigHash(r Result) string {
 	h := sha256.New()
 	writeField(h, []byte("bind-operator/config-hash/v1"))

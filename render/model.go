@@ -237,8 +237,8 @@ func (m *model) loadCatalogs() error {
 	}
 	// Secondaries accept NOTIFYs signed with the transfer key: the primary
 	// sends them from its pod IP, which is not the address they transfer
-	// from (DESIGN §3.4). The cluster's transferKeyRef wins over the
-	// catalogs' keys.
+	// from (docs/behaviours.md, "Keyed NOTIFY"). The cluster's
+	// transferKeyRef wins over the catalogs' keys.
 	if ref := m.cluster.Spec.TransferKeyRef; ref != nil {
 		key, err := m.keyRef("BindCluster spec.transferKeyRef", ref.Name)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 // orDefault is *p, or the API's default d when the object skipped
 // defaulting (nil pointer) so that it renders the same. BIND's own defaults
 // (notify-delay 5, rates of 20/s, min-update-interval 5) turn milliseconds
-// into seconds (DESIGN §8); the API's do not.
+// into seconds (docs/bind-facts.md, "Measured limits"); the API's do not.
 func orDefault(p *int32, d int32) int32 {
 	if p == nil {
 		return d
@@ -49,7 +49,8 @@ func writeOptions(c *conf, m *model, r role) {
 	if r == rolePrimary {
 		// NOTIFYs go only where the operator points them at runtime
 		// (also-notify { <pod-ip> key "K"; }), keyed because they leave
-		// from the pod IP rather than the Service address (DESIGN §3.4).
+		// from the pod IP rather than the Service address
+		// (docs/behaviours.md, "Keyed NOTIFY").
 		c.line("notify explicit;")
 		c.line("notify-delay %d;", orDefault(t.NotifyDelay, bindv1alpha1.DefaultNotifyDelay))
 		c.line("notify-rate %d;", orDefault(t.NotifyRate, bindv1alpha1.DefaultNotifyRate))

@@ -45,7 +45,8 @@ func shuffled(in Input, rng *rand.Rand) Input {
 
 // TestDeterministic renders every scenario (and a large generated one)
 // from many permutations of its inputs and requires identical bytes: a
-// reshuffled API listing must never roll the pods (DESIGN §3.1).
+// reshuffled API listing must never roll the pods (docs/behaviours.md,
+// "Deterministic render").
 func TestDeterministic(t *testing.T) {
 	all := append([]struct {
 		name string
@@ -118,8 +119,9 @@ func withPodState(in Input, gen int) Input {
 }
 
 // TestNoPodIPs is the permanent guard against rolling-restart loops
-// (DESIGN §3.3): whatever the pods' addresses and status, the render is the
-// same bytes, and none of those addresses appears in it.
+// (docs/behaviours.md, "No pod IP in restart-scoped config"): whatever the
+// pods' addresses and status, the render is the same bytes, and none of
+// those addresses appears in it.
 func TestNoPodIPs(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

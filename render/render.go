@@ -5,8 +5,9 @@
 // Everything here is a pure function of its Input. The controller hashes the
 // result (ConfigHash) onto the pod template, so two renders of the same
 // objects must produce the same bytes no matter in which order the API server
-// listed them (DESIGN §3.1), and nothing that changes when a pod restarts, a
-// pod IP above all, may ever reach the output (DESIGN §3.3).
+// listed them, and nothing that changes when a pod restarts, a pod IP above
+// all, may ever reach the output (docs/behaviours.md, "Deterministic render"
+// and "No pod IP in restart-scoped config").
 package render
 
 import (

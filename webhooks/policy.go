@@ -26,7 +26,8 @@ type Rule struct {
 // up in restart-scoped config and that name peers by address.
 const restartScopedAddressStatements = `['allow-notify', 'also-notify', 'primaries', 'masters', 'allow-transfer', 'listen-on', 'listen-on-v6', 'server']`
 
-// PodIPRules reject pod IPs in restart-scoped config (DESIGN §3.3).
+// PodIPRules reject pod IPs in restart-scoped config (docs/behaviours.md,
+// "No pod IP in restart-scoped config").
 var PodIPRules = []Rule{{
 	Name: "no-pod-ip-in-restart-scoped-options",
 	Expression: `!(name in ` + restartScopedAddressStatements + `) ||

@@ -14,7 +14,8 @@ import (
 // pod CIDRs derived from Nodes only when DerivePodCIDRsFromNodes is set.
 type Options struct {
 	// PodCIDRs are the cluster's pod address ranges. Option statements that
-	// name an address inside them are rejected (DESIGN §3.3).
+	// name an address inside them are rejected (docs/behaviours.md, "No pod
+	// IP in restart-scoped config").
 	PodCIDRs []netip.Prefix
 	// DerivePodCIDRsFromNodes reads Nodes' spec.podCIDRs at admission when
 	// PodCIDRs is empty. Needs list on nodes.

@@ -72,8 +72,9 @@ const (
 	// DefaultTTL is the TTL of records when neither the record set nor the
 	// zone sets one (the zone's $TTL).
 	DefaultTTL = 3600
-	// Seed SOA timers (DESIGN §3.6): NOTIFY is the fast path, these bound
-	// how stale a secondary can get when a NOTIFY is lost.
+	// Seed SOA timers (docs/behaviours.md, "Fast timers"): NOTIFY is the
+	// fast path, these bound how stale a secondary can get when a NOTIFY
+	// is lost.
 	DefaultSOARefresh = 300
 	DefaultSOARetry   = 60
 	DefaultSOAExpire  = 1209600

@@ -10,8 +10,8 @@
 // The secondaries transfer from the primary at [::1], the stand-in for the
 // primary Service ClusterIP, while the primary's NOTIFYs leave from
 // 127.0.0.1, the stand-in for its pod IP. BIND accepts them only because
-// they are signed with the transfer key (DESIGN §3.4), so every cluster
-// started here exercises keyed NOTIFY.
+// they are signed with the transfer key (docs/behaviours.md, "Keyed
+// NOTIFY"), so every cluster started here exercises keyed NOTIFY.
 package bindcluster
 
 import (
@@ -217,9 +217,10 @@ func (c *Cluster) start(n *Node) {
 
 // render writes n's ConfigMap and Secret files. The rendered config is a
 // pod's (fixed control and statistics ports, DNS on every address); here
-// several nameds share one machine and may only use loopback (DESIGN §7),
-// so each gets its own ports. A render change that breaks the rewrite
-// fails rather than letting named listen on every address.
+// several nameds share one machine and may only use loopback
+// (docs/testing.md, "Network rules"), so each gets its own ports. A
+// render change that breaks the rewrite fails rather than letting named
+// listen on every address.
 func (c *Cluster) render(n *Node) {
 	c.tb.Helper()
 	res, err := render.Render(c.Input(n))

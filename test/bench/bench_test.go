@@ -36,7 +36,8 @@ func rrset(i int) dnsclient.RRSet {
 }
 
 // raw sends the records with a minimal miekg/dns client: one signed UPDATE
-// of 500 records per message over TCP (DESIGN §8's optimum), no guards.
+// of 500 records per message over TCP (the optimum in docs/bind-facts.md,
+// "Measured limits"), no guards.
 func raw(b *testing.B, addr string, key bindtest.Key) time.Duration {
 	c := &dns.Client{Net: "tcp", Timeout: 30 * time.Second, TsigSecret: map[string]string{key.Name + ".": key.Secret}}
 	start := time.Now()

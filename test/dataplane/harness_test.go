@@ -4,7 +4,7 @@
 // over mutual TLS) standing in for the BindCluster's pods. Its secondaries
 // transfer from [::1] while NOTIFYs leave from 127.0.0.1, so every change
 // seen on a secondary here arrived through a signed NOTIFY from a
-// non-primary address (DESIGN §3.4).
+// non-primary address (docs/behaviours.md, "Keyed NOTIFY").
 package dataplane
 
 import (

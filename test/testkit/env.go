@@ -62,8 +62,9 @@ func NewEnvironment() (*envtest.Environment, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme(),
 	}
-	// ClusterIPs come from the benchmarking range (DESIGN §7), so nothing a
-	// test might send to a Service address can leave the machine's test hosts.
+	// ClusterIPs come from the benchmarking range (docs/testing.md, "Network
+	// rules"), so nothing a test might send to a Service address can leave
+	// the machine's test hosts.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDR)
 	return env, nil
 }
