@@ -1,6 +1,6 @@
-// Package envtestutil is the former name of package testkit, kept only
-// until the last packages that import it (test/e2e, hack/demo) move to
-// testkit; it holds no code of its own.
+// Package envtestutil is the former name of package testkit. Nothing in
+// the repository imports it any more; it holds no code of its own and is
+// kept only until its owner deletes it.
 //
 // Deprecated: use git.unkin.net/unkin/bind-operator/test/testkit.
 package envtestutil
