@@ -19,9 +19,10 @@ import (
 
 // Cluster is a running local cluster.
 type Cluster struct {
-	opts  Options
-	state *state
-	lock  *os.File
+	opts    Options
+	state   *state
+	lock    *HostLock
+	ownLock bool
 
 	caPEM       []byte
 	adminConfig *rest.Config
@@ -45,25 +46,33 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.LockWait == 0 {
 		opts.LockWait = 10 * time.Minute
 	}
-	lock, err := acquireLock(ctx, opts.LockWait)
-	if err != nil {
-		return nil, err
+	lock, ownLock := opts.HostLock, false
+	if lock == nil {
+		if lock, err = LockHost(ctx, opts.LockWait); err != nil {
+			return nil, err
+		}
+		ownLock = true
+	}
+	release := func() {
+		if ownLock {
+			lock.Unlock()
+		}
 	}
 	if prev, err := loadState(); err != nil {
-		lock.Close()
+		release()
 		return nil, err
 	} else if prev != nil {
 		opts.logf("localcluster: removing what a previous run left (work folder %q)", prev.WorkDir)
 		if problems := sweep(ctx, prev); len(problems) > 0 {
-			lock.Close()
+			release()
 			return nil, errorf("could not clean up after a previous run: %s", strings.Join(problems, "; "))
 		}
 	}
 	if err := opts.defaults(); err != nil {
-		lock.Close()
+		release()
 		return nil, err
 	}
-	c = &Cluster{opts: opts, lock: lock, state: &state{WorkDir: opts.WorkDir, KeepWorkDir: opts.KeepWorkDir}}
+	c = &Cluster{opts: opts, lock: lock, ownLock: ownLock, state: &state{WorkDir: opts.WorkDir, KeepWorkDir: opts.KeepWorkDir}}
 	c.bgCtx, c.bgCancel = context.WithCancel(context.Background())
 	if err := c.state.update(func(*state) {}); err != nil {
 		c.Stop()
@@ -128,8 +137,8 @@ func (c *Cluster) Stop() {
 		if problems := sweep(ctx, c.state); len(problems) > 0 {
 			c.opts.Logf("localcluster: cleanup incomplete: %s", strings.Join(problems, "; "))
 		}
-		if c.lock != nil {
-			c.lock.Close()
+		if c.ownLock {
+			c.lock.Unlock()
 		}
 	})
 }
@@ -176,10 +185,16 @@ func (c *Cluster) connect() error {
 	return nil
 }
 
-// acquireLock takes the machine-wide lock, waiting while another cluster
-// runs (parallel test packages serialise here). The lock dies with the
-// process, so a crashed run never blocks the next one.
-func acquireLock(ctx context.Context, wait time.Duration) (*os.File, error) {
+// HostLock is the machine-wide lock a running cluster holds: one cluster
+// runs on a machine at a time.
+type HostLock struct{ f *os.File }
+
+// LockHost takes the lock, waiting up to wait while another cluster runs
+// (parallel test packages serialise here). A test takes it itself to
+// compare host snapshots with no other cluster running, and passes it in
+// Options.HostLock. The lock dies with the process, so a crashed run never
+// blocks the next one.
+func LockHost(ctx context.Context, wait time.Duration) (*HostLock, error) {
 	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, errorf("open lock %s: %v", lockPath, err)
@@ -190,7 +205,7 @@ func acquireLock(ctx context.Context, wait time.Duration) (*os.File, error) {
 		if err == nil {
 			_ = f.Truncate(0)
 			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-			return f, nil
+			return &HostLock{f: f}, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			f.Close()
@@ -208,3 +223,6 @@ func acquireLock(ctx context.Context, wait time.Duration) (*os.File, error) {
 		}
 	}
 }
+
+// Unlock releases the lock.
+func (l *HostLock) Unlock() { l.f.Close() }

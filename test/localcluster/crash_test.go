@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/format"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -59,9 +60,15 @@ func TestCrashChild(t *testing.T) {
 // own Stop the host is as it was.
 func TestStartSweepsAfterCrash(t *testing.T) {
 	g := NewWithT(t)
+	format.MaxLength = 0 // a failure lists every leftover
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// Snapshots compare only while no other cluster runs; the child takes
+	// the lock itself once this test lets it go.
+	lock, err := localcluster.LockHost(ctx, 10*time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
 	before := localcluster.TakeHostSnapshot(ctx)
+	lock.Unlock()
 
 	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
 	child.Env = append(os.Environ(), crashChildEnv+"=1")
@@ -83,14 +90,23 @@ func TestStartSweepsAfterCrash(t *testing.T) {
 	g.Expect(<-up).To(BeTrue(), "the child never brought its cluster up")
 	g.Expect(child.Process.Signal(syscall.SIGKILL)).To(Succeed())
 	_ = child.Wait()
+	lock, err = localcluster.LockHost(ctx, 10*time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer lock.Unlock()
 
 	// Pdeathsig took the control plane down with the child; the
 	// containers, daemonised shims and host settings are still there.
-	left := before.Added(localcluster.TakeHostSnapshot(ctx))
-	g.Expect(left).To(ContainElement(HavePrefix("link: " + localcluster.BridgeName)))
-	g.Expect(left).NotTo(ContainElement(HaveSuffix(" kube-apiserver")))
+	// (SIGKILL takes a moment to land.)
+	g.Eventually(func() []string {
+		return before.Added(localcluster.TakeHostSnapshot(ctx))
+	}).WithTimeout(20 * time.Second).Should(SatisfyAll(
+		ContainElement(HavePrefix("link: "+localcluster.BridgeName)),
+		ContainElement(HavePrefix("cgroup: ")),
+		Not(ContainElement(HaveSuffix(" kube-apiserver"))),
+		Not(ContainElement(HaveSuffix(" etcd"))),
+	))
 
-	c, err := localcluster.Start(ctx, localcluster.Options{Logf: t.Logf})
+	c, err := localcluster.Start(ctx, localcluster.Options{Logf: t.Logf, HostLock: lock})
 	g.Expect(err).NotTo(HaveOccurred())
 	c.Stop()
 	g.Expect(before.Added(localcluster.TakeHostSnapshot(ctx))).To(BeEmpty(), "the host after a crash, Start and Stop differs from before")

@@ -43,9 +43,13 @@ func TestRealNode(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// Snapshots compare only while no other cluster runs.
+	lock, err := localcluster.LockHost(ctx, 10*time.Minute)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer lock.Unlock()
 	before := localcluster.TakeHostSnapshot(ctx)
 
-	c, err := localcluster.Start(ctx, localcluster.Options{Logf: t.Logf})
+	c, err := localcluster.Start(ctx, localcluster.Options{Logf: t.Logf, HostLock: lock})
 	g.Expect(err).NotTo(HaveOccurred())
 	stopped := false
 	defer func() {
@@ -93,7 +97,7 @@ func TestRealNode(t *testing.T) {
 
 	// A pod reaches the ClusterIP too (pod → kube-proxy → pod, hairpin
 	// included), and exec goes through the API server to the kubelet.
-	out, err := c.Kubectl(ctx, "exec", "-n", ns, "dns-0", "--", "dig", "+short", "+tries=3", "-p", "53", "@"+svcIP, "-c", "CH", "hostname.bind", "TXT")
+	out, err := c.Kubectl(ctx, "exec", "-n", ns, "dns-0", "--", "dig", "+short", "+tries=3", "-p", "53", "@"+svcIP, "-c", "CH", "-t", "TXT", "hostname.bind")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Or(ContainSubstring(`"dns-0"`), ContainSubstring(`"dns-1"`)))
 

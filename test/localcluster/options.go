@@ -63,8 +63,11 @@ type Options struct {
 	WorkDir     string
 	KeepWorkDir bool
 	// LockWait bounds the wait for another local cluster on this machine
-	// to stop (one runs at a time).
+	// to stop (one runs at a time; default 10 minutes).
 	LockWait time.Duration
+	// HostLock, when set, is the machine-wide lock the caller already
+	// holds (LockHost); Start uses it and Stop leaves it held.
+	HostLock *HostLock
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
 }
