@@ -65,7 +65,7 @@ envtest: ## Build etcd and the Kubernetes binaries (API server to kubelet) from 
 	hack/build-k8s-binaries.sh $(K8S_BIN)
 
 .PHONY: images
-images: deps ## Build the pause, BIND and operator images into bin/images with buildah (cached; no registry, no Docker).
+images: ## Build the pause, BIND and operator images into bin/images with buildah (cached; no registry, no Docker).
 	hack/build-images.sh $(CURDIR)/bin/images
 
 .PHONY: test
@@ -74,7 +74,13 @@ images: deps ## Build the pause, BIND and operator images into bin/images with b
 # the other.
 LOCALCLUSTER_PKGS := ./test/localcluster/... ./test/e2e/...
 
-test: deps envtest images verify-generated lint ## Install what is missing, then run every test.
+# The binaries and the images are built side by side: one waits on the
+# network (debootstrap, apt, modules) while the other compiles.
+.PHONY: prerequisites
+prerequisites: deps
+	$(MAKE) --no-print-directory -j2 envtest images
+
+test: prerequisites verify-generated lint ## Install what is missing, then run every test.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/localcluster -e /test/e2e)
 	$(GO) test -count=1 -p 1 -timeout 40m $(LOCALCLUSTER_PKGS)
 
