@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -44,6 +45,7 @@ type managerOptions struct {
 	cluster        controllers.ClusterOptions
 	certs          certs.Flags
 	zoneResync     time.Duration
+	enableHTTP2    bool
 }
 
 func newScheme() (*runtime.Scheme, error) {
@@ -71,6 +73,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
 	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2 on the webhook and metrics servers; off by default because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8)")
 	o.certs.BindFlags(fs)
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -81,6 +84,11 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 		return nil, nil, err
 	}
 	return &o, zapOpts, nil
+}
+
+// disableHTTP2 restricts a TLS server to HTTP/1.1.
+func disableHTTP2(c *tls.Config) {
+	c.NextProtos = []string{"http/1.1"}
 }
 
 func parsePrefixes(s string) ([]netip.Prefix, error) {
@@ -124,7 +132,13 @@ func runManager(args []string) error {
 		return err
 	}
 	cfg := ctrl.GetConfigOrDie()
-	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics}
+	// HTTP/2 is off unless asked for, as kubebuilder scaffolds it: the
+	// servers then speak HTTP/1.1 only (Rapid Reset and Stream Cancellation).
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, disableHTTP2)
+	}
+	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts}
 	if o.secureMetrics {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
@@ -134,7 +148,7 @@ func runManager(args []string) error {
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElection,
 		LeaderElectionID:       "bind-operator.bind.unkin.net",
-		WebhookServer:          webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.certs.Options.CertDir}),
+		WebhookServer:          webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.certs.Options.CertDir, TLSOpts: tlsOpts}),
 	})
 	if err != nil {
 		return err

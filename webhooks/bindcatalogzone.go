@@ -11,8 +11,8 @@ import (
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
-// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-bindcatalogzone,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindcatalogzones,verbs=create;update,versions=v1alpha1,name=mbindcatalogzone.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
-// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-bindcatalogzone,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindcatalogzones,verbs=create;update,versions=v1alpha1,name=vbindcatalogzone.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-bindcatalogzone,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindcatalogzones,verbs=create;update,versions=v1alpha1,name=mbindcatalogzone.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-bindcatalogzone,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindcatalogzones,verbs=create;update,versions=v1alpha1,name=vbindcatalogzone.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 // BindCatalogZoneWebhook defaults and validates BindCatalogZones.
 type BindCatalogZoneWebhook struct {

@@ -17,8 +17,8 @@ import (
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
-// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-bindtsigkey,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindtsigkeys,verbs=create;update,versions=v1alpha1,name=mbindtsigkey.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
-// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-bindtsigkey,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindtsigkeys,verbs=create;update,versions=v1alpha1,name=vbindtsigkey.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-bindtsigkey,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindtsigkeys,verbs=create;update,versions=v1alpha1,name=mbindtsigkey.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-bindtsigkey,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindtsigkeys,verbs=create;update,versions=v1alpha1,name=vbindtsigkey.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 // BindTSIGKeyWebhook defaults and validates BindTSIGKeys.
 type BindTSIGKeyWebhook struct {

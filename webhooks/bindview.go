@@ -11,8 +11,8 @@ import (
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-bindview,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindviews,verbs=create;update,versions=v1alpha1,name=mbindview.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
-// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-bindview,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindviews,verbs=create;update,versions=v1alpha1,name=vbindview.bind.unkin.net,admissionReviewVersions=v1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-bindview,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindviews,verbs=create;update,versions=v1alpha1,name=mbindview.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-bindview,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=bindviews,verbs=create;update,versions=v1alpha1,name=vbindview.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 // BindViewWebhook defaults and validates BindViews.
 type BindViewWebhook struct {

@@ -3,6 +3,7 @@ package certs
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -292,3 +293,28 @@ func TestOperatorDefaultsMatchInstalledNames(t *testing.T) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestManagerHighlyAvailable: the webhooks have failurePolicy Fail, so one
+// replica restarting would refuse every write of the API group. Two
+// replicas with leader election, and a PodDisruptionBudget that keeps one.
+func TestManagerHighlyAvailable(t *testing.T) {
+	deploy, c := managerContainer(t)
+	// JSON numbers decode as float64.
+	if n, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas"); fmt.Sprint(n) != "2" {
+		t.Errorf("manager replicas = %v, want 2", n)
+	}
+	if args, _, _ := unstructured.NestedStringSlice(c, "args"); !slices.Contains(args, "--leader-elect") {
+		t.Error("two replicas without --leader-elect would both reconcile")
+	}
+	pdb := find(objectsOf(t, configDir("manager")), "PodDisruptionBudget", "controller-manager")
+	if pdb == nil {
+		t.Fatal("config/manager has no PodDisruptionBudget controller-manager")
+	}
+	if v, _, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "minAvailable"); fmt.Sprint(v) != "1" {
+		t.Errorf("PodDisruptionBudget minAvailable = %v, want 1", v)
+	}
+	want, _, _ := unstructured.NestedStringMap(deploy.Object, "spec", "selector", "matchLabels")
+	if got, _, _ := unstructured.NestedStringMap(pdb.Object, "spec", "selector", "matchLabels"); !maps.Equal(got, want) {
+		t.Errorf("PodDisruptionBudget selects %v, the Deployment %v", got, want)
+	}
+}
