@@ -46,6 +46,7 @@ type managerOptions struct {
 	certs          certs.Flags
 	zoneResync     time.Duration
 	enableHTTP2    bool
+	checkTimeout   time.Duration
 }
 
 func newScheme() (*runtime.Scheme, error) {
@@ -74,6 +75,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2 on the webhook and metrics servers; off by default because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8)")
+	fs.DurationVar(&o.checkTimeout, "admission-config-check-timeout", webhooks.DefaultConfigCheckTimeout, "bound on the named-checkconf run of a BindCluster's candidate config in the validating webhook (webhook timeoutSeconds is 10); a check that does not finish is a warning")
 	o.certs.BindFlags(fs)
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -182,6 +184,8 @@ func runManager(args []string) error {
 		DerivePodCIDRsFromNodes: len(podCIDRs) == 0,
 		DefaultImage:            o.cluster.BindImage,
 		DefaultAgentImage:       o.cluster.AgentImage,
+		NamedCheckconf:          o.cluster.NamedCheckconf,
+		ConfigCheckTimeout:      o.checkTimeout,
 	}); err != nil {
 		return err
 	}

@@ -60,16 +60,16 @@ func BenchmarkPolicyRules(b *testing.B) {
 		b.Fatal(err)
 	}
 	opts := []string{
-		`allow-notify { key "xfr"; };`,
-		`also-notify { 198.18.0.10 key "xfr"; 198.18.0.11 key "xfr"; };`,
-		`allow-transfer { key "xfr"; 198.19.0.0/16; };`,
-		`listen-on port 53 { any; };`,
-		`listen-on-v6 port 53 { any; };`,
 		`minimal-responses yes;`,
 		`max-cache-size 256m;`,
 		`rate-limit { responses-per-second 20; window 5; };`,
-		`notify-source 198.18.0.1;`,
 		`transfers-out 50;`,
+		`check-names primary warn;`,
+		`prefetch 2 9;`,
+		`version none;`,
+		`tcp-clients 200;`,
+		`max-cache-ttl 86400;`,
+		`edns-udp-size 1232;`,
 	}
 	net := PodNetwork{CIDRs: []netip.Prefix{netip.MustParsePrefix("10.42.0.0/16"), netip.MustParsePrefix("10.43.0.0/16"), netip.MustParsePrefix("fd00:42::/56")}}
 	for i := 0; i < 30; i++ {

@@ -24,6 +24,8 @@ type BindClusterWebhook struct {
 	DefaultImage      string
 	DefaultAgentImage string
 	PodNetwork        podNetworkSource
+	// Checker runs named-checkconf on the candidate render; nil skips it.
+	Checker *ConfigChecker
 }
 
 var (
@@ -47,19 +49,22 @@ func (w *BindClusterWebhook) Default(_ context.Context, c *v1alpha1.BindCluster)
 	}
 	defaultAddressList(s.AllowQuery)
 	for i := range s.ExtraOptions {
-		s.ExtraOptions[i] = strings.TrimSpace(s.ExtraOptions[i])
+		// One statement, one line: named.conf holds each item on a line.
+		s.ExtraOptions[i] = strings.TrimSpace(oneLine.Replace(s.ExtraOptions[i]))
 	}
 	return nil
 }
 
+var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
+
 // ValidateCreate validates a new cluster.
 func (w *BindClusterWebhook) ValidateCreate(ctx context.Context, c *v1alpha1.BindCluster) (admission.Warnings, error) {
-	return w.validate(ctx, c)
+	return w.validate(ctx, nil, c)
 }
 
 // ValidateUpdate validates a change.
-func (w *BindClusterWebhook) ValidateUpdate(ctx context.Context, _, newC *v1alpha1.BindCluster) (admission.Warnings, error) {
-	return w.validate(ctx, newC)
+func (w *BindClusterWebhook) ValidateUpdate(ctx context.Context, oldC, newC *v1alpha1.BindCluster) (admission.Warnings, error) {
+	return w.validate(ctx, oldC, newC)
 }
 
 // ValidateDelete allows every deletion; finalizers handle cleanup.
@@ -67,7 +72,7 @@ func (w *BindClusterWebhook) ValidateDelete(context.Context, *v1alpha1.BindClust
 	return nil, nil
 }
 
-func (w *BindClusterWebhook) validate(ctx context.Context, c *v1alpha1.BindCluster) (admission.Warnings, error) {
+func (w *BindClusterWebhook) validate(ctx context.Context, old, c *v1alpha1.BindCluster) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	var warns admission.Warnings
 	errs := ValidateBindClusterSpec(&c.Spec, spec)
@@ -84,6 +89,11 @@ func (w *BindClusterWebhook) validate(ctx context.Context, c *v1alpha1.BindClust
 	f.addressListRefs(ctx, "spec.allowQuery", c.Spec.AllowQuery, &warns)
 	if c.Spec.Recursion != nil {
 		f.addressListRefs(ctx, "spec.recursion.allowRecursion", c.Spec.Recursion.AllowRecursion, &warns)
+	}
+	// named-checkconf last, on an otherwise valid spec, and only when what
+	// reaches named.conf changed.
+	if len(errs) == 0 && RenderChanged(old, c) {
+		errs = append(errs, w.Checker.Check(ctx, c, &warns)...)
 	}
 	return warns, invalid("BindCluster", c.Name, errs)
 }

@@ -2,81 +2,83 @@ package webhooks
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// deniedStatements are the statements extraOptions may not hold, with what
-// to do instead. Three groups: statements that are not options at all and
-// would escape the options block (zone, key, view...), statements that
-// take over what the operator owns (files, directories, control channel,
-// logging), and options that a spec field already renders, which BIND
-// would reject as duplicated.
-var deniedStatements = map[string]string{
-	"include":             "the operator owns every file named.conf reads",
-	"options":             "extraOptions already go inside the options block; write the option alone",
-	"zone":                "create a BindZone instead",
-	"view":                "create a BindView instead",
-	"acl":                 "create a BindACL instead",
-	"key":                 "create a BindTSIGKey instead",
-	"server":              "name servers through BindZone primaries with keyRef instead",
-	"masters":             "set BindZone spec.primaries instead",
-	"primaries":           "set BindZone spec.primaries instead",
-	"parental-agents":     "it is a top-level statement and cannot go in the options block",
-	"remote-servers":      "it is a top-level statement and cannot go in the options block",
-	"controls":            "the operator owns the control channel",
-	"statistics-channels": "the operator owns the statistics channel (the agent exports metrics)",
-	"logging":             "the operator owns logging; use spec.queryLog for query logs",
-	"dnssec-policy":       "create a BindDNSSECPolicy and reference it from the zone",
-	"tls":                 "the operator owns TLS configuration",
-	"http":                "the operator owns HTTP endpoints",
-	"plugin":              "plugins load code into named and are not allowed",
-	"dyndb":               "dyndb loads code into named and is not allowed",
-	"trust-anchors":       "it is a top-level statement and cannot go in the options block",
-	"managed-keys":        "it is a top-level statement and cannot go in the options block",
-	"trusted-keys":        "it is a top-level statement and cannot go in the options block",
-	"catalog-zones":       "create a BindCatalogZone instead",
-	"response-policy":     "create a BindPolicy instead",
-	"allow-new-zones":     "the operator enables it where it adds zones at runtime",
-	"directory":           "the operator owns named's directories",
-	"key-directory":       "the operator owns named's directories",
-	"pid-file":            "the operator owns named's files",
-	"allow-query":         "set spec.allowQuery instead",
-	"recursion":           "set spec.mode (Resolver) instead",
-	"allow-recursion":     "set spec.recursion.allowRecursion instead",
-	"forwarders":          "set spec.recursion.forwarders instead",
-	"forward":             "set spec.recursion.forwardPolicy instead",
-	"dnssec-validation":   "set spec.recursion.dnssecValidation instead",
-	"querylog":            "set spec.queryLog instead",
-	"notify-delay":        "set spec.tuning.notifyDelay instead",
-	"notify-rate":         "set spec.tuning.notifyRate instead",
-	"startup-notify-rate": "set spec.tuning.startupNotifyRate instead",
-	"serial-query-rate":   "set spec.tuning.serialQueryRate instead",
+// specFieldStatements are statements a spec field renders, with the field
+// to set instead. They are not on the allowlist (BIND would reject them as
+// duplicated); the hint is only a better sentence than the generic one.
+var specFieldStatements = map[string]string{
+	"allow-query":             "set spec.allowQuery instead",
+	"recursion":               "set spec.mode (Resolver) instead",
+	"allow-recursion":         "set spec.recursion.allowRecursion instead",
+	"forwarders":              "set spec.recursion.forwarders instead",
+	"forward":                 "set spec.recursion.forwardPolicy instead",
+	"dnssec-validation":       "set spec.recursion.dnssecValidation instead",
+	"querylog":                "set spec.queryLog instead",
+	"notify-delay":            "set spec.tuning.notifyDelay instead",
+	"notify-rate":             "set spec.tuning.notifyRate instead",
+	"startup-notify-rate":     "set spec.tuning.startupNotifyRate instead",
+	"serial-query-rate":       "set spec.tuning.serialQueryRate instead",
+	"allow-update":            "dynamic updates are per zone: set BindZone spec.dynamicUpdates with a BindTSIGKey",
+	"allow-update-forwarding": "dynamic updates are per zone: set BindZone spec.dynamicUpdates with a BindTSIGKey",
+	"allow-transfer":          "the operator allows transfers by TSIG key only; secondaries get zones through the cluster's transfer key",
+	"zone":                    "create a BindZone instead",
+	"view":                    "create a BindView instead",
+	"acl":                     "create a BindACL instead",
+	"key":                     "create a BindTSIGKey instead",
+	"dnssec-policy":           "create a BindDNSSECPolicy and reference it from the zone",
+	"catalog-zones":           "create a BindCatalogZone instead",
+	"response-policy":         "create a BindPolicy instead",
+	"primaries":               "set BindZone spec.primaries instead",
+	"masters":                 "set BindZone spec.primaries instead",
+	"options":                 "extraOptions already go inside the options block; write the option alone",
 }
 
-// deniedReason says why name may not appear in extraOptions, or "".
-// Every option naming a file or directory is the operator's: a user path
-// could overwrite files named can write or read secrets it should not.
-func deniedReason(name string) string {
-	if r, ok := deniedStatements[name]; ok {
+// refusedReason says why a statement that is not on the allowlist is
+// refused, in words for the kind of statement it is.
+func refusedReason(name string) string {
+	if r, ok := specFieldStatements[name]; ok {
 		return r
 	}
-	if strings.HasSuffix(name, "-file") || strings.HasSuffix(name, "-directory") || strings.HasSuffix(name, "-keyfile") {
-		return "the operator owns named's files and directories"
+	switch {
+	case strings.HasPrefix(name, "dnstap"):
+		return "dnstap writes every query to a file or socket the statement names; the operator owns every file and socket named uses"
+	case strings.HasPrefix(name, "tkey-"):
+		return "TKEY names key material and keytabs on disk; keys come only from BindTSIGKeys"
+	case strings.HasPrefix(name, "listen-on") || strings.HasSuffix(name, "-source") || strings.HasSuffix(name, "-source-v6") || name == "port" || name == "controls" || name == "statistics-channels" || name == "http" || name == "tls":
+		return "the operator owns every address and port named listens on or sends from (spec.ports for DNS; the control and statistics channels are the agent's)"
+	case strings.HasSuffix(name, "-file") || strings.HasSuffix(name, "-directory") || strings.HasSuffix(name, "-keyfile") || name == "directory" || name == "include" || name == "dump-file" || name == "bindkeys-file":
+		return "it names a file or directory, and the operator owns every file named reads or writes"
+	case strings.HasPrefix(name, "allow-") || strings.HasPrefix(name, "blackhole") || strings.HasPrefix(name, "deny-"):
+		return "access control is rendered by the operator from spec fields and TSIG keys"
+	case name == "plugin" || name == "dyndb":
+		return "it loads code into named"
 	}
-	return ""
+	return "it is not on the allowlist of extraOptions statements"
 }
 
+// allowedNames is the allowlist's names, sorted, for error messages.
+var allowedNames = slices.Sorted(maps.Keys(v1alpha1.AllowedExtraOptions))
+
 // ValidateOptionStatement checks one free-text option statement: one
-// statement, well formed, and not one the operator owns.
+// statement, well formed, and on the allowlist
+// (v1alpha1.AllowedExtraOptions).
 func ValidateOptionStatement(s string, fldPath *field.Path) (Statement, field.ErrorList) {
 	st, err := ParseStatement(s)
 	if err != nil {
 		return st, field.ErrorList{field.Invalid(fldPath, s, err.Error())}
 	}
-	if r := deniedReason(st.Name); r != "" {
-		return st, field.ErrorList{field.Forbidden(fldPath, fmt.Sprintf("%q cannot be set in extraOptions: %s", st.Name, r))}
+	if _, ok := v1alpha1.AllowedExtraOptions[st.Name]; !ok {
+		return st, field.ErrorList{field.Invalid(fldPath, s, fmt.Sprintf(
+			"%q cannot be set in extraOptions: %s. extraOptions admit only tuning statements that name no file, address, port, key or access rule: %s",
+			st.Name, refusedReason(st.Name), strings.Join(allowedNames, ", ")))}
 	}
 	return st, nil
 }

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,12 @@ type Options struct {
 	// group's objects from the manager's cache with the API server as
 	// fallback, everything else from the API server (see cacheFirst).
 	Reader client.Reader
+	// NamedCheckconf is the named-checkconf binary the BindCluster webhook
+	// runs on each candidate render. Empty: no check at admission.
+	NamedCheckconf string
+	// ConfigCheckTimeout bounds one such check. Zero:
+	// DefaultConfigCheckTimeout.
+	ConfigCheckTimeout time.Duration
 }
 
 // SetupWithManager registers the defaulting and validating webhooks of all
@@ -71,7 +78,8 @@ func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
 	}
 	w := &webhooks{
 		cluster: &BindClusterWebhook{Reader: r, Engine: engine, DefaultImage: opts.DefaultImage, DefaultAgentImage: opts.DefaultAgentImage,
-			PodNetwork: podNetworkSource{r: r, cidrs: opts.PodCIDRs, deriveFromNode: opts.DerivePodCIDRsFromNodes}},
+			PodNetwork: podNetworkSource{r: r, cidrs: opts.PodCIDRs, deriveFromNode: opts.DerivePodCIDRsFromNodes},
+			Checker:    NewConfigChecker(opts.NamedCheckconf, opts.ConfigCheckTimeout)},
 		zone:    &BindZoneWebhook{Reader: r},
 		record:  &DNSRecordWebhook{Reader: r},
 		view:    &BindViewWebhook{Reader: r},

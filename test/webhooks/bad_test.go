@@ -86,18 +86,25 @@ var badCases = []badCase{
 	{"unbalanced", opts(`allow-notify { key "x"; ;`), "spec.extraOptions[0]", "unbalanced"},
 	{"no semicolon", opts(`minimal-responses yes`), "spec.extraOptions[0]", "must end with `;`"},
 	{"quote trick", opts(`version "a\"; }; zone \"x";`), "spec.extraOptions[0]", "backslashes"},
-	{"controls", opts(`controls { inet 127.0.0.1 allow { any; }; };`), "spec.extraOptions[0]", "control channel"},
+	{"controls", opts(`controls { inet 127.0.0.1 allow { any; }; };`), "spec.extraOptions[0]", "address and port"},
 	{"logging", opts(`logging { category default { null; }; };`), "spec.extraOptions[0]", "logging"},
 	{"key", opts(`key "k" { algorithm hmac-sha256; secret "aGk="; };`), "spec.extraOptions[0]", "BindTSIGKey"},
-	{"dump-file", opts(`dump-file "/etc/passwd";`), "spec.extraOptions[0]", "files"},
-	{"directory", opts(`directory "/tmp";`), "spec.extraOptions[0]", "directories"},
+	{"dump-file", opts(`dump-file "/etc/passwd";`), "spec.extraOptions[0]", "names a file or directory"},
+	{"directory", opts(`directory "/tmp";`), "spec.extraOptions[0]", "names a file or directory"},
 	{"owned option", opts(`notify-delay 5;`), "spec.extraOptions[0]", "spec.tuning.notifyDelay"},
 	{"duplicate option", opts(`minimal-responses yes;`, `minimal-responses no;`), "spec.extraOptions[1]", "each option once"},
-	// BindCluster: pod IPs in restart-scoped config (CEL policy rules).
-	{"pod CIDR in also-notify", opts(`also-notify { 198.18.200.1; };`), "spec.extraOptions[0]", "rolling-restart loop"},
-	{"pod IP in allow-transfer", opts(`allow-transfer { ` + podIP + `; };`), "spec.extraOptions[0]", `allow-notify { key "K"; }`},
-	{"pod CIDR in listen-on", opts(`listen-on { 198.18.128.9; };`), "spec.extraOptions[0]", "rolling-restart loop"},
-	{"keyed pod IP in allow-notify", opts(`allow-notify { 198.18.130.4 key "xfr"; };`), "spec.extraOptions[0]", "rolling-restart loop"},
+	// BindCluster: extraOptions is an allowlist (api/v1alpha1/extraoptions.go).
+	{"dnstap to a file", opts(`minimal-responses yes;`, `dnstap-output file "/var/cache/bind/tap";`), "spec.extraOptions[1]", "dnstap writes every query"},
+	{"tkey keytab", opts(`tkey-gssapi-keytab "/etc/krb5.keytab";`), "spec.extraOptions[0]", "keys come only from BindTSIGKeys"},
+	{"listener on the rndc port", opts(`listen-on port 953 { any; };`), "spec.extraOptions[0]", "address and port"},
+	{"pod CIDR in also-notify", opts(`also-notify { 198.18.200.1; };`), "spec.extraOptions[0]", "not on the allowlist"},
+	{"open dynamic updates", opts(`allow-update { any; };`), "spec.extraOptions[0]", "spec.dynamicUpdates"},
+	{"open transfers", opts(`allow-transfer { any; };`), "spec.extraOptions[0]", "TSIG key only"},
+	{"unknown option", opts(`frobnicate yes;`), "spec.extraOptions[0]", "not on the allowlist"},
+	// BindCluster: allowed statements BIND refuses (named-checkconf in the webhook).
+	{"bad size", opts(`max-cache-size lots;`), "spec.extraOptions[0]", "named-checkconf says \"/etc/bind-operator/config/named.conf.primary:"},
+	{"unknown rate-limit knob", opts(`version none;`, `rate-limit { frobnicate 1; };`), "spec.extraOptions[1]", "unknown option 'frobnicate'"},
+	{"bad boolean", opts(`minimal-responses maybe;`), "spec.extraOptions[0]", "boolean expected near 'maybe'"},
 	// BindCluster: structure.
 	{"ports clash", cluster("bad-cluster", func(s *v1alpha1.BindClusterSpec) { s.Ports = v1alpha1.ClusterPorts{DNS: 8453} }), "spec.ports.dns", "must differ"},
 	{"reserved pod annotation", cluster("bad-cluster", func(s *v1alpha1.BindClusterSpec) {

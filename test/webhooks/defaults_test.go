@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -142,22 +143,26 @@ func TestDefaultsStored(t *testing.T) {
 	}
 }
 
-// TestPodIPRuleAcceptsKeyedAlternative: the fix the rejection message
-// suggests is accepted, and stable addresses outside the pod network are.
-func TestPodIPRuleAcceptsKeyedAlternative(t *testing.T) {
+// TestExtraOptionsCheckedByNamed: allowed statements are admitted, and an
+// update whose statement BIND refuses is a 422 in named's own words at the
+// item; an update of only replicas is not checked again.
+func TestExtraOptionsCheckedByNamed(t *testing.T) {
 	fixtures(t)
-	c := &v1alpha1.BindCluster{ObjectMeta: meta("keyed"), Spec: v1alpha1.BindClusterSpec{ExtraOptions: []string{
-		`allow-notify { key "xfr"; };`,
-		`also-notify { 198.19.200.10 key "xfr"; };`,
-		`allow-transfer { key "xfr"; 198.18.0.0/15; };`,
+	c := &v1alpha1.BindCluster{ObjectMeta: meta("tuned"), Spec: v1alpha1.BindClusterSpec{ExtraOptions: []string{
 		`minimal-responses yes;`,
+		`max-cache-size 256m;`,
+		"rate-limit {\n  responses-per-second 10;\n  window 5;\n};",
 	}}}
 	if err := k8sClient.Create(ctx, c); err != nil {
-		t.Fatalf("keyed options rejected: %v", err)
+		t.Fatalf("allowed options rejected: %v", err)
 	}
-	// Updating to name the pod's IP is refused like a create.
-	c.Spec.ExtraOptions[1] = `also-notify { ` + podIP + ` key "xfr"; };`
-	expectInvalid(t, k8sClient.Update(ctx, c), "spec.extraOptions[1]", "rolling-restart loop")
+	c.Spec.ExtraOptions[1] = `max-cache-size lots;`
+	expectInvalid(t, k8sClient.Update(ctx, c.DeepCopy()), "spec.extraOptions[1]", "expected integer and optional unit or percent near 'lots'")
+	c.Spec.ExtraOptions[1] = `max-cache-size 512m;`
+	c.Spec.Replicas = ptr.To[int32](2)
+	if err := k8sClient.Update(ctx, c); err != nil {
+		t.Fatalf("valid update rejected: %v", err)
+	}
 }
 
 func TestMissingReferencesWarn(t *testing.T) {

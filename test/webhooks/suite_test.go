@@ -8,8 +8,10 @@ package webhooks
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -48,7 +50,12 @@ func TestMain(m *testing.M) {
 				Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 			}),
 		}, func(mgr ctrl.Manager) error {
-			return bindwebhooks.SetupWithManager(mgr, bindwebhooks.Options{PodCIDRs: []netip.Prefix{podCIDR}})
+			// The real named-checkconf, as the manager image ships it.
+			checkconf, err := exec.LookPath("named-checkconf")
+			if err != nil {
+				return fmt.Errorf("named-checkconf is not installed (make deps): %w", err)
+			}
+			return bindwebhooks.SetupWithManager(mgr, bindwebhooks.Options{PodCIDRs: []netip.Prefix{podCIDR}, NamedCheckconf: checkconf, ConfigCheckTimeout: 8 * time.Second})
 		})
 		if err != nil {
 			return err
