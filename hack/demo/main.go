@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/test/e2e"
@@ -49,6 +51,8 @@ func run() error {
 	if os.Geteuid() != 0 {
 		return errors.New("the demo runs a kubelet, containerd and kube-proxy: run it as root")
 	}
+	// The API server's warnings about applied objects reach the output.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -75,7 +79,7 @@ func run() error {
 	if err != nil {
 		logCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		fmt.Fprintf(os.Stderr, "%s\noperator logs (tail):\n%s\n", env.DescribeOperator(logCtx), tailString(env.OperatorLogs(logCtx), 8000))
+		fmt.Fprintf(os.Stderr, "%s\noperator logs (tails):\n%s\n", env.DescribeOperator(logCtx), env.OperatorLogTails(logCtx, 6000))
 		return err
 	}
 	return nil
@@ -309,11 +313,4 @@ func show(ctx context.Context, env *e2e.Env, args ...string) {
 		return
 	}
 	fmt.Print(out)
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }

@@ -122,7 +122,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		}
 	}
 	if err := e.install(ctx); err != nil {
-		err = fmt.Errorf("%w\n%s\noperator logs:\n%s", err, e.DescribeOperator(ctx), tail(e.OperatorLogs(ctx), 8000))
+		err = fmt.Errorf("%w\n%s\noperator logs (tails):\n%s", err, e.DescribeOperator(ctx), e.OperatorLogTails(ctx, 6000))
 		e.Stop()
 		return nil, err
 	}
@@ -267,7 +267,13 @@ func (e *Env) OperatorPods(ctx context.Context) ([]corev1.Pod, error) {
 // OperatorLogs returns every container log of every operator pod, through
 // the kubelet, with the previous instance's first when a container
 // restarted.
-func (e *Env) OperatorLogs(ctx context.Context) string {
+func (e *Env) OperatorLogs(ctx context.Context) string { return e.operatorLogs(ctx, 0) }
+
+// OperatorLogTails is OperatorLogs with each log cut to its last n bytes,
+// so every pod (the leader and the standby) shows in a failure message.
+func (e *Env) OperatorLogTails(ctx context.Context, n int) string { return e.operatorLogs(ctx, n) }
+
+func (e *Env) operatorLogs(ctx context.Context, n int) string {
 	pods, err := e.OperatorPods(ctx)
 	if err != nil {
 		return "listing the operator's pods: " + err.Error()
@@ -275,15 +281,21 @@ func (e *Env) OperatorLogs(ctx context.Context) string {
 	if len(pods) == 0 {
 		return "(no operator pods)"
 	}
+	cut := func(l string) string {
+		if n > 0 {
+			return tail(l, n)
+		}
+		return l
+	}
 	var b strings.Builder
 	for _, p := range pods {
 		for _, st := range p.Status.ContainerStatuses {
 			if st.RestartCount > 0 {
 				l, err := e.Cluster.Logs(ctx, p.Namespace, p.Name, st.Name, true)
-				fmt.Fprintf(&b, "===== %s/%s (previous instance, %d restarts) =====\n%s", p.Name, st.Name, st.RestartCount, logOrError(l, err))
+				fmt.Fprintf(&b, "===== %s/%s (previous instance, %d restarts) =====\n%s", p.Name, st.Name, st.RestartCount, logOrError(cut(l), err))
 			}
 			l, err := e.Cluster.Logs(ctx, p.Namespace, p.Name, st.Name, false)
-			fmt.Fprintf(&b, "===== %s/%s =====\n%s", p.Name, st.Name, logOrError(l, err))
+			fmt.Fprintf(&b, "===== %s/%s =====\n%s", p.Name, st.Name, logOrError(cut(l), err))
 		}
 	}
 	return b.String()

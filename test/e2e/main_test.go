@@ -67,7 +67,7 @@ func printOperatorLogs(e *Env) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	logs := e.OperatorLogs(ctx)
-	fmt.Fprintf(os.Stderr, "%s\noperator logs (tail):\n%s\n", e.DescribeOperator(ctx), tail(logs, 20000))
+	fmt.Fprintf(os.Stderr, "%s\noperator logs (tails):\n%s\n", e.DescribeOperator(ctx), e.OperatorLogTails(ctx, 10000))
 	kept := filepath.Join(os.TempDir(), "bind-operator-e2e-operator.log")
 	if os.WriteFile(kept, []byte(logs), 0o644) == nil {
 		fmt.Fprintf(os.Stderr, "full operator logs: %s\n", kept)

@@ -49,7 +49,7 @@ func run(m *testing.M) int {
 	if code != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		logs := env.OperatorLogs(ctx)
-		fmt.Fprintf(os.Stderr, "%s\noperator logs:\n%s\n", env.DescribeOperator(ctx), logs)
+		fmt.Fprintf(os.Stderr, "%s\noperator logs (tails):\n%s\n", env.DescribeOperator(ctx), env.OperatorLogTails(ctx, 10000))
 		kept := filepath.Join(os.TempDir(), "bind-operator-e2e-certmanager-operator.log")
 		if os.WriteFile(kept, []byte(logs), 0o644) == nil {
 			fmt.Fprintf(os.Stderr, "full operator logs: %s\n", kept)
