@@ -151,6 +151,12 @@ func runManager(args []string) error {
 		LeaderElection:         o.leaderElection,
 		LeaderElectionID:       "bind-operator.bind.unkin.net",
 		WebhookServer:          webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.certs.Options.CertDir, TLSOpts: tlsOpts}),
+		// Only the operator's own (labelled) Secrets, ConfigMaps, Services,
+		// StatefulSets, PDBs, NetworkPolicies and Pods are cached; anything
+		// else the controllers read (imported TSIG Secrets, an object in a
+		// NameConflict) comes from the API server on demand.
+		Cache:     controllers.CacheOptions(),
+		NewClient: controllers.NewClient,
 	})
 	if err != nil {
 		return err

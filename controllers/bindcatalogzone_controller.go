@@ -38,7 +38,7 @@ type BindCatalogZoneReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindcatalogzones,verbs=get;list;watch
-// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindcatalogzones/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindcatalogzones/status,verbs=patch
 
 // Reconcile refreshes one catalog's status.
 func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -37,17 +38,39 @@ type BindClusterReconciler struct {
 	Recorder events.EventRecorder
 	Options  ClusterOptions
 	Paths    render.Paths
+	// SecretResyncPeriod is how often a cluster re-reads key material from
+	// Secrets the operator did not generate (imported keys): those are
+	// not cached, so no watch reports their changes. It is also how often
+	// a cluster blocked by a NameConflict looks again. Zero means
+	// DefaultSecretResyncPeriod.
+	SecretResyncPeriod time.Duration
+}
+
+// DefaultSecretResyncPeriod is how often Secrets outside the cache
+// (imported TSIG keys) and objects in a NameConflict are read again.
+const DefaultSecretResyncPeriod = time.Minute
+
+func (r *BindClusterReconciler) secretResync() time.Duration {
+	if r.SecretResyncPeriod > 0 {
+		return r.SecretResyncPeriod
+	}
+	return DefaultSecretResyncPeriod
 }
 
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindclusters/status,verbs=patch
+// Owned objects carry blockOwnerDeletion, which needs update on the
+// cluster's finalizers.
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones;bindviews;bindacls;bindtsigkeys;bindcatalogzones;bindpolicies;binddnssecpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// Owned objects are written only with server-side apply: a patch, which
+// the API server also authorizes as create when the object is new. Garbage
+// collection deletes them with the cluster; nothing updates or deletes.
+// +kubebuilder:rbac:groups="",resources=configmaps;services;secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one BindCluster's owned objects in line with its spec.
@@ -72,6 +95,22 @@ func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
+
+	// Nothing is written while another object holds a name this cluster
+	// needs: applying would take it over (and garbage collection would
+	// delete it with the cluster).
+	conflicts, err := r.nameConflicts(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(conflicts) > 0 {
+		msg := conflictMessage(conflicts)
+		if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonNameConflict || prev.Message != msg {
+			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonNameConflict, "Reconcile", msg)
+		}
+		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNameConflict, msg)
+		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
+	}
 
 	// Services first: the primary Service's ClusterIP is the only address
 	// restart-scoped config may name, and it exists as soon as the Service does.
@@ -142,7 +181,33 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	}
 	status.ConfigHash = hash
 	r.observeStatefulSet(cluster, status, sts)
+	if r.readsUncachedSecrets(ctx, cluster, in) {
+		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
+	}
 	return ctrl.Result{}, nil
+}
+
+// readsUncachedSecrets is true when a key the config uses has its material
+// in a Secret the operator did not generate (imported): such Secrets are
+// not cached, so only a periodic re-render sees them change.
+func (r *BindClusterReconciler) readsUncachedSecrets(ctx context.Context, cluster *bindv1alpha1.BindCluster, in render.Input) bool {
+	if len(in.Keys) == 0 {
+		return false
+	}
+	var keys bindv1alpha1.BindTSIGKeyList
+	if err := r.Client.List(ctx, &keys, client.InNamespace(cluster.Namespace)); err != nil {
+		return true
+	}
+	for _, k := range keys.Items {
+		if _, used := in.Keys[k.Name]; !used {
+			continue
+		}
+		c := meta.FindStatusCondition(k.Status.Conditions, bindv1alpha1.ConditionReady)
+		if k.Spec.ImportExisting || c == nil || c.Status != metav1.ConditionTrue || c.Reason != bindv1alpha1.ReasonKeyGenerated {
+			return true
+		}
+	}
+	return false
 }
 
 // TransferAddress is where secondaries transfer from: the primary Service's

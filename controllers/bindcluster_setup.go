@@ -44,7 +44,9 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&bindv1alpha1.BindACL{}, allInNamespace).
 		Watches(&bindv1alpha1.BindDNSSECPolicy{}, allInNamespace).
 		Watches(&bindv1alpha1.BindTSIGKey{}, allInNamespace).
-		// Secrets: our own keys Secret (owned) and the TSIG material.
+		// Secrets: our own keys Secret (owned) and generated TSIG material;
+		// the cache holds only the operator's Secrets, so imported ones are
+		// re-read every SecretResyncPeriod instead.
 		Watches(&corev1.Secret{}, allInNamespace).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			name := o.GetLabels()[bindv1alpha1.LabelCluster]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,10 +33,21 @@ const annotationTemplateKeys = "bind.unkin.net/secret-template-keys"
 type BindTSIGKeyReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// SecretResyncPeriod is how often a key whose Secret the operator did
+	// not generate (imported, missing for import, or in a conflict) reads
+	// it again: such Secrets are not cached, so no watch reports them.
+	// Zero means DefaultSecretResyncPeriod.
+	SecretResyncPeriod time.Duration
 }
 
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindtsigkeys,verbs=get;list;watch
-// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindtsigkeys/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindtsigkeys/status,verbs=patch
+// The generated Secret's owner reference blocks the key's deletion
+// (blockOwnerDeletion), which needs update on the key's finalizers.
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindtsigkeys/finalizers,verbs=update
+// Generated Secrets are created once and their template metadata updated;
+// garbage collection deletes them with their key.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 
 // Reconcile makes sure one BindTSIGKey has usable material.
 func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -62,7 +74,14 @@ func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.Recorder.Eventf(&key, nil, corev1.EventTypeWarning, cond.Reason, "Reconcile", cond.Message)
 	}
 	setCondition(&status.Conditions, &key, cond.Type, cond.Status, cond.Reason, cond.Message)
-	return ctrl.Result{}, patchStatus(ctx, r.Client, &key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
+	var result ctrl.Result
+	if key.Spec.ImportExisting || cond.Reason == bindv1alpha1.ReasonSecretConflict {
+		result.RequeueAfter = r.SecretResyncPeriod
+		if result.RequeueAfter <= 0 {
+			result.RequeueAfter = DefaultSecretResyncPeriod
+		}
+	}
+	return result, patchStatus(ctx, r.Client, &key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
 }
 
 func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1alpha1.BindTSIGKey, secretName, keyName string, alg bindv1alpha1.TSIGAlgorithm) (metav1.Condition, error) {
@@ -214,8 +233,9 @@ func notReady(reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: bindv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 }
 
-// SetupWithManager watches the keys, the Secrets they own, and any Secret a
-// key imports (an imported Secret has no owner reference to follow).
+// SetupWithManager watches the keys and the Secrets the operator generated
+// (the cache holds only those); imported Secrets are read again every
+// SecretResyncPeriod.
 func (r *BindTSIGKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("bind-operator")

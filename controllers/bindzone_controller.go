@@ -81,8 +81,9 @@ type BindZoneReconciler struct {
 	agents *agentClients
 }
 
-// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones/status,verbs=get;update;patch
+// Finalizers are written with a merge patch, status with a status patch.
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones/status,verbs=patch
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch

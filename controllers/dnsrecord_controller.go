@@ -72,8 +72,9 @@ type DNSRecordReconciler struct {
 	ResyncPeriod time.Duration
 }
 
-// +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords/status,verbs=get;update;patch
+// Finalizers are written with a merge patch, status with a status patch.
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords/status,verbs=patch
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords/finalizers,verbs=update
 
 // Reconcile applies one DNSRecord.

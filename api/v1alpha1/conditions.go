@@ -35,6 +35,11 @@ const (
 	ReasonAllReady = "AllReplicasReady"
 	// ReasonNotReady: some pods are not ready.
 	ReasonNotReady = "ReplicasNotReady"
+	// ReasonNameConflict: an object with a name the cluster needs (a
+	// Service, ConfigMap, Secret, StatefulSet, PodDisruptionBudget or
+	// NetworkPolicy) exists and is not controlled by the cluster. The
+	// operator never modifies it; the message names it.
+	ReasonNameConflict = "NameConflict"
 )
 
 // Reasons of a BindTSIGKey's Ready condition.

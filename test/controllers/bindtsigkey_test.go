@@ -150,4 +150,20 @@ func TestTSIGKeyRefusesForeignSecret(t *testing.T) {
 	if s := f.secret("taken-tsig"); len(s.Data) != 1 || len(s.Labels) != 0 {
 		t.Fatal("a Secret the key does not own was modified")
 	}
+	if want := `the Secret "taken-tsig" exists but was not created for this BindTSIGKey; set importExisting: true to adopt it, or choose another secretName`; c.Message != want {
+		t.Errorf("message = %q, want %q", c.Message, want)
+	}
+	// Re-reads (SecretResyncPeriod is 1 s here) leave it byte for byte.
+	before := stored(t, f.key("taken-tsig"), &corev1.Secret{})
+	f.g.Consistently(func() string { return stored(t, f.key("taken-tsig"), &corev1.Secret{}) }).
+		WithTimeout(3*time.Second).Should(Equal(before), "a Secret the key does not own was modified")
+
+	// Once it is gone, the key generates its own.
+	testkit.Must(t, k8sClient.Delete(ctx, f.secret("taken-tsig")))
+	f.waitKey("taken", metav1.ConditionTrue, v1.ReasonKeyGenerated)
+	var k v1.BindTSIGKey
+	testkit.Must(t, k8sClient.Get(ctx, f.key("taken"), &k))
+	if s := f.secret("taken-tsig"); !metav1.IsControlledBy(s, &k) || len(s.Data[v1.TSIGSecretKey]) == 0 {
+		t.Fatal("the key did not generate its own Secret once the other one was gone")
+	}
 }

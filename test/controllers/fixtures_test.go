@@ -31,16 +31,26 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t)
+}
+
+// newFixtureWith creates existing (in the fixture's namespace) before
+// anything else.
+func newFixtureWith(t *testing.T, existing ...client.Object) *fixture {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ctrl-%d", seq.Add(1))}}
 	testkit.Must(t, k8sClient.Create(ctx, ns))
 	t.Cleanup(func() { _ = k8sClient.Delete(ctx, ns) })
 	f := &fixture{t: t, g: NewWithT(t), ns: ns.Name}
+	for _, o := range existing {
+		f.create(o)
+	}
 
 	f.create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "transfer-tsig"},
 		Data:       map[string][]byte{v1.TSIGSecretKey: []byte("c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=")},
 	})
-	f.create(&v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: "transfer"}, Spec: v1.BindTSIGKeySpec{Algorithm: "hmac-sha256"}})
+	f.create(&v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: "transfer"}, Spec: v1.BindTSIGKeySpec{Algorithm: "hmac-sha256", ImportExisting: true, SecretName: "transfer-tsig"}})
 	f.create(&v1.BindACL{ObjectMeta: metav1.ObjectMeta{Name: "clients"}, Spec: v1.BindACLSpec{
 		Entries: []v1.AddressMatchElement{{Address: "198.18.0.0/15"}, {Builtin: "localhost"}},
 	}})

@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return err
 		}
-		return s.StartManager(ctrl.Options{}, func(mgr ctrl.Manager) error {
+		// The production cache scope and client: only the operator's own
+		// objects are cached, anything else is read on demand.
+		return s.StartManager(ctrl.Options{Cache: controllers.CacheOptions(), NewClient: controllers.NewClient}, func(mgr ctrl.Manager) error {
 			reconciler = &controllers.BindClusterReconciler{
 				Client: mgr.GetClient(),
 				Options: controllers.ClusterOptions{
@@ -42,12 +44,13 @@ func TestMain(m *testing.M) {
 					OperatorPodLabels: map[string]string{"app.kubernetes.io/name": "bind-operator"},
 					NamedCheckconf:    checkconf,
 				},
-				Paths: render.DefaultPaths(),
+				Paths:              render.DefaultPaths(),
+				SecretResyncPeriod: time.Second,
 			}
 			if err := reconciler.SetupWithManager(mgr); err != nil {
 				return err
 			}
-			if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second}).SetupWithManager(mgr); err != nil {
 				return err
 			}
 			return (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second}).SetupWithManager(mgr)

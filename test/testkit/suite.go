@@ -136,6 +136,17 @@ func (s *Suite) StartManager(opts ctrl.Options, setup func(ctrl.Manager) error) 
 	return nil
 }
 
+// StartManagerAs runs a manager for the whole suite as another identity:
+// cfg is usually the suite's Config with Impersonate set.
+func (s *Suite) StartManagerAs(cfg *rest.Config, opts ctrl.Options, setup func(ctrl.Manager) error) error {
+	stop, err := StartManager(s.ctx, cfg, opts, setup)
+	if err != nil {
+		return err
+	}
+	s.stops = append(s.stops, stop)
+	return nil
+}
+
 // StartManager starts a manager against cfg with the reconcilers setup
 // registers, and returns once its cache has synced. opts defaults to the
 // suite's scheme and no metrics listener. stop (also when ctx ends) stops
