@@ -168,11 +168,13 @@ type SOASpec struct {
 // SecondaryZoneStatus is what one secondary pod serves.
 type SecondaryZoneStatus struct {
 	// pod is the secondary's pod name.
+	// +required
 	Pod string `json:"pod"`
 	// serial the secondary serves.
 	// +optional
 	Serial *int64 `json:"serial,omitempty"`
 	// inSync is true when the secondary serves the primary's serial.
+	// +required
 	InSync bool `json:"inSync"`
 }
 
@@ -244,12 +246,15 @@ type BindZoneStatus struct {
 type ManagedRecordSet struct {
 	// name is the owner name relative to the zone ("@" for the apex).
 	// +kubebuilder:validation:MaxLength=254
+	// +required
 	Name string `json:"name"`
 	// type is the record type.
 	// +kubebuilder:validation:MaxLength=16
+	// +required
 	Type string `json:"type"`
 	// digest is a SHA-256 prefix over the TTL and canonical values written.
 	// +kubebuilder:validation:MaxLength=64
+	// +required
 	Digest string `json:"digest"`
 }
 
@@ -257,9 +262,11 @@ type ManagedRecordSet struct {
 type RejectedRecordSet struct {
 	// name is the owner name relative to the zone.
 	// +kubebuilder:validation:MaxLength=254
+	// +required
 	Name string `json:"name"`
 	// type is the record type.
 	// +kubebuilder:validation:MaxLength=16
+	// +required
 	Type string `json:"type"`
 	// rcode is BIND's response code, e.g. REFUSED or NOTZONE; empty when
 	// the set never reached BIND (invalid data).
@@ -289,7 +296,8 @@ const AnnotationResync = "bind.unkin.net/resync"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BindZone struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired zone.

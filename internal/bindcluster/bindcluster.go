@@ -319,7 +319,7 @@ func (c *Cluster) startAgent(n *Node) {
 		cl.Close()
 		cancel()
 		select {
-		case <-done:
+		case <-done: //nolint:errcheck // Serve returns once ctx is cancelled; only its return matters here.
 		case <-time.After(agentTimeout):
 			c.tb.Errorf("bindcluster: %s: agent did not stop within %v", n.Name, agentTimeout)
 		}
