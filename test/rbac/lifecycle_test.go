@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -23,6 +24,9 @@ import (
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
+
+// tenants numbers the test's namespaces (-count runs it again).
+var tenants atomic.Int64
 
 // noDataPlane stands for BIND pods envtest cannot run: no pod has an
 // address and no primary answers, so zones and records report that and
@@ -124,7 +128,7 @@ func cut(s string) (string, string, bool) {
 // API server refuses it nothing.
 func TestLifecycleUnderGeneratedRole(t *testing.T) {
 	g := NewWithT(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tenant-%d", tenants.Add(1))}}
 	testkit.Must(t, k8sClient.Create(ctx, ns))
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns.Name, Name: name} }
 
