@@ -22,25 +22,44 @@ func Canonicalize(zone string, sets []v1alpha1.RecordSet, defaultTTL int32, fldP
 	}
 	var errs field.ErrorList
 	type key struct{ name, typ string }
-	merged := make(map[key]*v1alpha1.RecordSet, len(sets))
-	order := make([]key, 0, len(sets))
+	type first struct {
+		set   *v1alpha1.RecordSet
+		index int
+	}
+	merged := make(map[key]first, len(sets))
+	list := make([]*v1alpha1.RecordSet, 0, len(sets))
 	for i := range sets {
 		cs, e := CanonicalizeSet(zone, sets[i], 0, fldPath.Index(i))
 		errs = append(errs, e...)
 		k := key{string(cs.Name), string(cs.Type)}
 		if prev, ok := merged[k]; ok {
-			prev.Values = append(prev.Values, cs.Values...)
-			if prev.TTL == nil {
-				prev.TTL = cs.TTL
+			// One RRset has one TTL: two items for it with different TTLs
+			// stay apart (merging would drop one TTL silently) and are an
+			// error.
+			if prev.set.TTL != nil && cs.TTL != nil && *prev.set.TTL != *cs.TTL {
+				errs = append(errs, field.Invalid(fldPath.Index(i).Child("ttl"), *cs.TTL, fmt.Sprintf(
+					"record set %s %s is also declared by %s with TTL %d, and a record set has one TTL; give both the same TTL or merge them into one item",
+					cs.Name, cs.Type, fldPath.Index(prev.index), *prev.set.TTL)))
+				// Kept under its absolute spelling, so that the list stays a
+				// valid list-map (name, type) for the CRD and the validating
+				// webhook, which canonicalises again, reports this error.
+				c := cs
+				c.Name = v1alpha1.RecordName(FQDN(zone, string(cs.Name)))
+				list = append(list, &c)
+				continue
+			}
+			prev.set.Values = append(prev.set.Values, cs.Values...)
+			if prev.set.TTL == nil {
+				prev.set.TTL = cs.TTL
 			}
 			continue
 		}
-		merged[k] = &cs
-		order = append(order, k)
+		c := cs
+		merged[k] = first{&c, i}
+		list = append(list, &c)
 	}
-	out := make([]v1alpha1.RecordSet, 0, len(order))
-	for _, k := range order {
-		s := merged[k]
+	out := make([]v1alpha1.RecordSet, 0, len(list))
+	for _, s := range list {
 		s.Values = sortUnique(s.Values)
 		fillTTL(s, defaultTTL)
 		out = append(out, *s)

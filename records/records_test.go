@@ -1,6 +1,7 @@
 package records
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -184,5 +185,61 @@ func TestToRRs(t *testing.T) {
 	}
 	if _, err := ToRRs("example.com", v1alpha1.RecordSet{Name: "www", Type: "A", Values: []string{"x"}}); err == nil {
 		t.Fatal("want error")
+	}
+}
+
+// TestCanonicalizeTTLConflict: two items for one record set with different
+// TTLs are an error at the second one's ttl (exact error), whatever the
+// spelling of name and type, and they are not merged (no TTL is dropped);
+// the same TTL, or one unset, still merges.
+func TestCanonicalizeTTLConflict(t *testing.T) {
+	p := field.NewPath("spec", "records")
+	conflict := func(i int, name, typ string, got int32, first int, want int32) field.ErrorList {
+		return field.ErrorList{field.Invalid(p.Index(i).Child("ttl"), v1alpha1.TTL(got), fmt.Sprintf(
+			"record set %s %s is also declared by spec.records[%d] with TTL %d, and a record set has one TTL; give both the same TTL or merge them into one item", name, typ, first, want))}
+	}
+	for _, tc := range []struct {
+		desc string
+		in   []v1alpha1.RecordSet
+		want field.ErrorList
+		sets int
+	}{
+		{"A, same spelling", []v1alpha1.RecordSet{
+			{Name: "www", Type: "A", TTL: ttl(300), Values: []string{"192.0.2.1"}},
+			{Name: "www", Type: "A", TTL: ttl(60), Values: []string{"192.0.2.2"}},
+		}, conflict(1, "www", "A", 60, 0, 300), 2},
+		{"TXT at the apex, absolute and relative, case", []v1alpha1.RecordSet{
+			{Name: "mail", Type: "MX", Values: []string{"10 mx"}},
+			{Name: "@", Type: "txt", TTL: ttl(3600), Values: []string{`"v=spf1 -all"`}},
+			{Name: "Example.COM.", Type: "TXT", TTL: ttl(120), Values: []string{`"x"`}},
+		}, conflict(2, "@", "TXT", 120, 1, 3600), 3},
+		{"third item conflicts with the first", []v1alpha1.RecordSet{
+			{Name: "srv", Type: "AAAA", TTL: ttl(10), Values: []string{"2001:db8::1"}},
+			{Name: "srv", Type: "AAAA", Values: []string{"2001:db8::2"}},
+			{Name: "SRV.example.com.", Type: "AAAA", TTL: ttl(20), Values: []string{"2001:db8::3"}},
+		}, conflict(2, "srv", "AAAA", 20, 0, 10), 2},
+		{"same TTL merges", []v1alpha1.RecordSet{
+			{Name: "www", Type: "A", TTL: ttl(60), Values: []string{"192.0.2.1"}},
+			{Name: "www", Type: "A", TTL: ttl(60), Values: []string{"192.0.2.2"}},
+		}, nil, 1},
+		{"one TTL unset merges", []v1alpha1.RecordSet{
+			{Name: "www", Type: "A", Values: []string{"192.0.2.1"}},
+			{Name: "www", Type: "A", TTL: ttl(60), Values: []string{"192.0.2.2"}},
+		}, nil, 1},
+		{"same name, other type", []v1alpha1.RecordSet{
+			{Name: "www", Type: "A", TTL: ttl(60), Values: []string{"192.0.2.1"}},
+			{Name: "www", Type: "AAAA", TTL: ttl(600), Values: []string{"2001:db8::1"}},
+		}, nil, 2},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			out, errs := Canonicalize("example.com", tc.in, 300, p)
+			g := NewWithT(t)
+			if tc.want == nil {
+				g.Expect(errs).To(BeEmpty())
+			} else {
+				g.Expect(errs).To(Equal(tc.want))
+			}
+			g.Expect(out).To(HaveLen(tc.sets))
+		})
 	}
 }

@@ -447,3 +447,24 @@ func TestZoneClause(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedOfLongestZoneName: a zone name of 253 octets (the longest) gets
+// default SOA names that are still domain names: the zone's own name where
+// ns1.<zone> or hostmaster.<zone> would be too long.
+func TestSeedOfLongestZoneName(t *testing.T) {
+	zone := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
+	seed := SeedZoneWithGlue(zone, nil, 0, nil)
+	for _, l := range strings.Split(seed, "\n") {
+		if strings.HasPrefix(l, ";") {
+			continue
+		}
+		for _, f := range strings.Fields(l) {
+			if len(f) > 254 {
+				t.Fatalf("seed holds a name of %d octets: %s", len(f), l)
+			}
+		}
+	}
+	if !strings.Contains(seed, "SOA\t"+zone+". "+zone+". 1 ") {
+		t.Fatalf("SOA does not fall back to the zone's name:\n%s", seed)
+	}
+}

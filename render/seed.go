@@ -42,11 +42,19 @@ func SeedZoneWithGlue(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int
 		}
 		return s + "." + origin
 	}
-	mname := sub("ns1")
+	// Defaults that would be longer than a domain name may be (a zone
+	// name near 253 octets) fall back to the zone's own name.
+	fits := func(n string) string {
+		if len(n) > 254 {
+			return origin
+		}
+		return n
+	}
+	mname := fits(sub("ns1"))
 	if soa.PrimaryNameServer != "" {
 		mname = records.ZoneFQDN(string(soa.PrimaryNameServer))
 	}
-	rname := sub(bindv1alpha1.DefaultSOAResponsiblePerson)
+	rname := fits(sub(bindv1alpha1.DefaultSOAResponsiblePerson))
 	if soa.ResponsiblePerson != "" {
 		rname = records.ZoneFQDN(string(soa.ResponsiblePerson))
 	}

@@ -2,11 +2,13 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -40,8 +42,15 @@ const reservedLabelPrefix = "bind.unkin.net/"
 // Default fills every default (BindCluster.SetDefaults) so that the stored
 // object says exactly what runs, and canonicalises addresses and option
 // text; the controllers never guess.
-func (w *BindClusterWebhook) Default(_ context.Context, c *v1alpha1.BindCluster) error {
+func (w *BindClusterWebhook) Default(ctx context.Context, c *v1alpha1.BindCluster) error {
+	zeroPorts := explicitZeroPorts(ctx)
 	c.SetDefaults(w.DefaultImage, w.DefaultAgentImage)
+	// A port written as 0 is not "unset": keep it for the CRD's 1–65535
+	// bound to refuse, rather than default it to a port the user did not
+	// ask for.
+	for _, p := range zeroPorts {
+		*p.of(&c.Spec.Ports) = 0
+	}
 	s := &c.Spec
 	if r := s.Recursion; r != nil {
 		defaultAddressList(r.AllowRecursion)
@@ -53,6 +62,43 @@ func (w *BindClusterWebhook) Default(_ context.Context, c *v1alpha1.BindCluster)
 		s.ExtraOptions[i] = strings.TrimSpace(oneLine.Replace(s.ExtraOptions[i]))
 	}
 	return nil
+}
+
+type clusterPort struct {
+	name string
+	of   func(*v1alpha1.ClusterPorts) *int32
+}
+
+var clusterPorts = []clusterPort{
+	{"dns", func(p *v1alpha1.ClusterPorts) *int32 { return &p.DNS }},
+	{"agent", func(p *v1alpha1.ClusterPorts) *int32 { return &p.Agent }},
+	{"metrics", func(p *v1alpha1.ClusterPorts) *int32 { return &p.Metrics }},
+}
+
+// explicitZeroPorts are the spec.ports fields the request writes as 0,
+// which the decoded object cannot tell from unset ones.
+func explicitZeroPorts(ctx context.Context) []clusterPort {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil || len(req.Object.Raw) == 0 {
+		return nil
+	}
+	var raw struct {
+		Spec struct {
+			Ports map[string]*json.Number `json:"ports"`
+		} `json:"spec"`
+	}
+	if json.Unmarshal(req.Object.Raw, &raw) != nil {
+		return nil
+	}
+	var out []clusterPort
+	for _, p := range clusterPorts {
+		if n := raw.Spec.Ports[p.name]; n != nil {
+			if f, err := n.Float64(); err == nil && f == 0 {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
@@ -121,6 +167,7 @@ func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) f
 			}
 		}
 	}
+	errs = append(errs, validateNodeSelector(s.NodeSelector, fldPath.Child("nodeSelector"))...)
 	if s.Storage != nil && s.Storage.Size != nil && s.Storage.Size.Sign() <= 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("storage", "size"), s.Storage.Size.String(), "must be a positive quantity such as 1Gi"))
 	}
@@ -129,6 +176,22 @@ func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) f
 		rp := fldPath.Child("recursion")
 		errs = append(errs, ValidateAddressMatchList(r.AllowRecursion, rp.Child("allowRecursion"))...)
 		errs = append(errs, ValidateServers(r.Forwarders, rp.Child("forwarders"))...)
+	}
+	return errs
+}
+
+// validateNodeSelector: keys must be label keys and values label values,
+// or the StatefulSet the controller creates is refused long after apply.
+func validateNodeSelector(sel map[string]string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
+		p := fldPath.Key(k)
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, k, fmt.Sprintf("%q is not a label key (%s); use the key of a node label, e.g. kubernetes.io/os or topology.kubernetes.io/zone", k, strings.Join(msgs, "; "))))
+		}
+		if msgs := validation.IsValidLabelValue(sel[k]); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, sel[k], fmt.Sprintf("%q is not a label value (%s); use the value of a node label, e.g. linux", sel[k], strings.Join(msgs, "; "))))
+		}
 	}
 	return errs
 }

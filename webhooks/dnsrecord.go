@@ -23,6 +23,70 @@ import (
 // DNSRecordWebhook defaults and validates DNSRecords.
 type DNSRecordWebhook struct {
 	Reader client.Reader
+	// Index lists DNSRecords by IndexRecordZoneName (the manager's cache).
+	// Nil: Reader lists the namespace's DNSRecords and filters them.
+	Index client.Reader
+}
+
+// IndexRecordZoneName indexes DNSRecords by zone and owner name
+// (recordZoneName), for the CNAME rule across DNSRecords.
+const IndexRecordZoneName = "webhooks.spec.zoneRef.name+spec.name"
+
+// recordZoneName is a DNSRecord's index key: its zone's object name and
+// its owner name, case-folded, without a trailing dot. Names are stored
+// relative to the zone whenever the zone existed when the record was
+// admitted.
+func recordZoneName(r *v1alpha1.DNSRecord) string {
+	return r.Spec.ZoneRef.Name + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), "."))
+}
+
+// sameName lists the other DNSRecords of r's zone at r's name.
+func (w *DNSRecordWebhook) sameName(ctx context.Context, r *v1alpha1.DNSRecord) ([]v1alpha1.DNSRecord, error) {
+	var list v1alpha1.DNSRecordList
+	ns := namespaceOf(ctx, r.Namespace)
+	key := recordZoneName(r)
+	var err error
+	if w.Index != nil {
+		err = w.Index.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{IndexRecordZoneName: key})
+	} else if w.Reader != nil {
+		err = w.Reader.List(ctx, &list, client.InNamespace(ns))
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := list.Items[:0]
+	for _, o := range list.Items {
+		if o.Name != r.Name && o.DeletionTimestamp == nil && recordZoneName(&o) == key {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// validateCNAMEAcrossRecords: a CNAME cannot share its name with other
+// data, whether the other record set is inline in the BindZone
+// (validateAgainstZone) or another DNSRecord (here). Two DNSRecords of the
+// same type at one name are not refused: the older one owns the record set
+// and the other reports Conflict.
+func (w *DNSRecordWebhook) validateCNAMEAcrossRecords(ctx context.Context, r *v1alpha1.DNSRecord, spec *field.Path, warns *admission.Warnings) field.ErrorList {
+	others, err := w.sameName(ctx, r)
+	if err != nil {
+		*warns = append(*warns, fmt.Sprintf("other DNSRecords at %s could not be listed (%v); CNAME exclusivity was not checked", r.Spec.Name, err))
+		return nil
+	}
+	slices.SortFunc(others, func(a, b v1alpha1.DNSRecord) int { return strings.Compare(a.Name, b.Name) })
+	for _, o := range others {
+		if o.Spec.Type == r.Spec.Type || (o.Spec.Type != "CNAME" && r.Spec.Type != "CNAME") {
+			continue
+		}
+		if r.Spec.Type == "CNAME" {
+			return field.ErrorList{field.Invalid(spec.Child("type"), r.Spec.Type, fmt.Sprintf(
+				"DNSRecord %q already holds %s data at %s, and a CNAME cannot coexist with other records at a name; choose another name for the alias or delete DNSRecord %q", o.Name, o.Spec.Type, r.Spec.Name, o.Name))}
+		}
+		return field.ErrorList{field.Invalid(spec.Child("type"), r.Spec.Type, fmt.Sprintf(
+			"DNSRecord %q is a CNAME at %s, and a CNAME cannot coexist with other records at a name; put the %s record at the CNAME's target or delete DNSRecord %q", o.Name, r.Spec.Name, r.Spec.Type, o.Name))}
+	}
+	return nil
 }
 
 var (
@@ -107,6 +171,9 @@ func (w *DNSRecordWebhook) validate(ctx context.Context, r *v1alpha1.DNSRecord) 
 	errs := ValidateDNSRecordSpec(&r.Spec, zoneName, spec)
 	if zone != nil {
 		errs = append(errs, validateAgainstZone(r, zone, spec, &warns)...)
+	}
+	if len(errs) == 0 {
+		errs = append(errs, w.validateCNAMEAcrossRecords(ctx, r, spec, &warns)...)
 	}
 	return warns, invalid("DNSRecord", r.Name, errs)
 }

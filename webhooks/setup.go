@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"time"
@@ -47,6 +48,16 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	ws, err := newWebhooks(cacheFirst{cache: mgr.GetCache(), api: mgr.GetAPIReader(), scheme: mgr.GetScheme()}, opts)
 	if err != nil {
 		return err
+	}
+	// DNSRecords by zone and name, from the cache the controllers keep
+	// warm: the CNAME rule across DNSRecords looks up one name per call.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.DNSRecord{}, IndexRecordZoneName, func(o client.Object) []string {
+		return []string{recordZoneName(o.(*v1alpha1.DNSRecord))}
+	}); err != nil {
+		return fmt.Errorf("indexing DNSRecords for the webhooks: %w", err)
+	}
+	if opts.Reader == nil {
+		ws.record.Index = mgr.GetCache()
 	}
 	return ws.register(mgr)
 }

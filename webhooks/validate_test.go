@@ -71,6 +71,20 @@ func TestValidateBindClusterSpec(t *testing.T) {
 			field.Invalid(spec.Child("queryService", "labels").Key(v1alpha1.LabelManagedBy), v1alpha1.LabelManagedBy,
 				"this label is reserved for the operator, which selects its Services by it; use another key"),
 		}},
+		{"valid node selector", defaulted(func(s *v1alpha1.BindClusterSpec) {
+			s.NodeSelector = map[string]string{"kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "eu-west-1a", "dns": "", "node.example.com/role.v2": "a_b-c.d"}
+		}), nil},
+		{"node selector keys and values", defaulted(func(s *v1alpha1.BindClusterSpec) {
+			s.NodeSelector = map[string]string{"has space": "x", "example.com/": "y", "-lead": "z", "ok/key": "bad value", "tier": strings.Repeat("v", 64), "a/b/c": "-x"}
+		}), field.ErrorList{
+			field.Invalid(spec.Child("nodeSelector").Key("-lead"), "-lead", `"-lead" is not a label key (name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')); use the key of a node label, e.g. kubernetes.io/os or topology.kubernetes.io/zone`),
+			field.Invalid(spec.Child("nodeSelector").Key("a/b/c"), "a/b/c", `"a/b/c" is not a label key (a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')); use the key of a node label, e.g. kubernetes.io/os or topology.kubernetes.io/zone`),
+			field.Invalid(spec.Child("nodeSelector").Key("a/b/c"), "-x", `"-x" is not a label value (a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')); use the value of a node label, e.g. linux`),
+			field.Invalid(spec.Child("nodeSelector").Key("example.com/"), "example.com/", `"example.com/" is not a label key (name part must be non-empty; name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')); use the key of a node label, e.g. kubernetes.io/os or topology.kubernetes.io/zone`),
+			field.Invalid(spec.Child("nodeSelector").Key("has space"), "has space", `"has space" is not a label key (name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')); use the key of a node label, e.g. kubernetes.io/os or topology.kubernetes.io/zone`),
+			field.Invalid(spec.Child("nodeSelector").Key("ok/key"), "bad value", `"bad value" is not a label value (a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')); use the value of a node label, e.g. linux`),
+			field.Invalid(spec.Child("nodeSelector").Key("tier"), strings.Repeat("v", 64), `"`+strings.Repeat("v", 64)+`" is not a label value (must be no more than 63 bytes); use the value of a node label, e.g. linux`),
+		}},
 		{"storage size zero", defaulted(func(s *v1alpha1.BindClusterSpec) {
 			s.Storage = &v1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("0"))}
 		}), field.ErrorList{

@@ -210,7 +210,7 @@ func (z *BindZone) SetDefaults() {
 		}
 		soa := s.SOA
 		if soa.ResponsiblePerson == "" {
-			soa.ResponsiblePerson = DomainName(DefaultSOAResponsiblePerson + "." + string(s.ZoneName))
+			soa.ResponsiblePerson = DefaultResponsiblePerson(string(s.ZoneName))
 		}
 		if soa.Refresh == nil {
 			soa.Refresh = ptr.To[int32](DefaultSOARefresh)
@@ -229,6 +229,28 @@ func (z *BindZone) SetDefaults() {
 			s.ForwardPolicy = DefaultZoneForwardPolicy
 		}
 	}
+}
+
+// maxDomainName is the longest domain name in text form without the
+// trailing dot (255 octets on the wire).
+const maxDomainName = 253
+
+// DefaultResponsiblePerson is the default SOA RNAME of a zone given in
+// canonical form: hostmaster.<zone>, or, when that would be longer than a
+// domain name may be, the zone name itself (the mailbox <first label>@<the
+// rest>). A zone name that is itself too long gets none: spec.zoneName's own
+// rule refuses it, and a derived field must not be blamed for it.
+func DefaultResponsiblePerson(zone string) DomainName {
+	if zone == "." || zone == "" {
+		return DomainName(DefaultSOAResponsiblePerson + "." + zone)
+	}
+	if len(zone) > maxDomainName {
+		return ""
+	}
+	if r := DefaultSOAResponsiblePerson + "." + zone; len(r) <= maxDomainName {
+		return DomainName(r)
+	}
+	return DomainName(zone)
 }
 
 // EffectiveDefaultTTL is the TTL of the zone's records that set none.
