@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // CheckError is named-checkconf's complaint about one variant.
@@ -69,11 +70,28 @@ func CheckOutput(ctx context.Context, in Input, namedCheckconf string) (warnings
 		in.Paths.DataDir, real.DataDir,
 		tmp, "",
 	)
-	for _, f := range []string{FilePrimaryConf, FileSecondaryConf} {
-		cmd := exec.CommandContext(ctx, namedCheckconf, "-z", filepath.Join(in.Paths.ConfigDir, f))
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		runErr := cmd.Run()
+	// Both variants are checked at once (each run is tens of milliseconds,
+	// and the admission webhook waits for them); results are read in order,
+	// so the primary's complaint comes first.
+	files := []string{FilePrimaryConf, FileSecondaryConf}
+	type run struct {
+		out bytes.Buffer
+		err error
+	}
+	runs := make([]run, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.CommandContext(ctx, namedCheckconf, "-z", filepath.Join(in.Paths.ConfigDir, f))
+			cmd.Stdout, cmd.Stderr = &runs[i].out, &runs[i].out
+			runs[i].err = cmd.Run()
+		}()
+	}
+	wg.Wait()
+	for i, f := range files {
+		out, runErr := &runs[i].out, runs[i].err
 		var lines []string
 		for _, l := range strings.Split(out.String(), "\n") {
 			l = strings.TrimSpace(unTemp.Replace(l))

@@ -175,3 +175,22 @@ func TestExtraOptionsDefaultToOneLine(t *testing.T) {
 	NewWithT(t).Expect((&BindClusterWebhook{}).Default(context.Background(), c)).To(Succeed())
 	NewWithT(t).Expect(c.Spec.ExtraOptions).To(Equal([]string{"rate-limit {   responses-per-second 10;   window 5; };"}))
 }
+
+// BenchmarkConfigCheck is the cost the named-checkconf run adds to a
+// BindCluster admission whose rendered fields changed.
+func BenchmarkConfigCheck(b *testing.B) {
+	bin, err := exec.LookPath("named-checkconf")
+	if err != nil {
+		b.Skip("named-checkconf is not installed")
+	}
+	k := NewConfigChecker(bin, 30*time.Second)
+	c := checkedCluster(func(s *v1alpha1.BindClusterSpec) {
+		s.ExtraOptions = []string{`minimal-responses yes;`, `max-cache-size 256m;`, `rate-limit { responses-per-second 10; };`}
+	})
+	for b.Loop() {
+		var warns admission.Warnings
+		if errs := k.Check(context.Background(), c, &warns); len(errs)+len(warns) > 0 {
+			b.Fatal(errs, warns)
+		}
+	}
+}
