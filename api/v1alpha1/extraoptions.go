@@ -4,6 +4,8 @@ package v1alpha1
 // why it is safe to hand to whoever may create a BindCluster, and an
 // example that BIND 9.18's named-checkconf accepts inside the options block
 // (webhooks TestAllowedExtraOptionsPassNamedCheckconf checks every example).
+// It is not an API type.
+// +kubebuilder:object:generate=false
 type ExtraOption struct {
 	Why     string
 	Example string
