@@ -97,6 +97,13 @@ func (a authoritative) catalogZone(name, zoneName, updateKey string, records ...
 func waitClusterReady(ctx context.Context, t *testing.T, ns, name string, replicas int32) *v1.BindCluster {
 	t.Helper()
 	var c v1.BindCluster
+	start := time.Now()
+	defer func() {
+		// Slow is not failed, but worth seeing why.
+		if d := time.Since(start); d > 2*time.Minute && !t.Failed() {
+			t.Logf("BindCluster %s/%s took %s to be Ready; operator logs (tails):\n%s", ns, name, d.Round(time.Second), env.OperatorLogTails(ctx, 4000))
+		}
+	}()
 	NewWithT(t).Eventually(func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
 			return err
