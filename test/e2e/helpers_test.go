@@ -135,6 +135,7 @@ func waitSOA(ctx context.Context, t *testing.T, server, zone, who string) uint32
 func waitSerial(ctx context.Context, t *testing.T, server, zone, who string, minSerial uint32) uint32 {
 	t.Helper()
 	var serial uint32
+	defer logSlow(t, time.Now(), "%s (%s) served %s with serial >= %d", who, server, zone, minSerial)
 	NewWithT(t).Eventually(func() error {
 		s, err := soaSerial(server, zone)
 		if err != nil {
@@ -151,6 +152,7 @@ func waitSerial(ctx context.Context, t *testing.T, server, zone, who string, min
 // waitA waits until server answers name's A record with exactly want.
 func waitA(ctx context.Context, t *testing.T, server, name, want, who string) {
 	t.Helper()
+	defer logSlow(t, time.Now(), "%s (%s) answered %s A %s", who, server, name, want)
 	NewWithT(t).Eventually(func() error {
 		in, err := localcluster.Dig(server, name, dns.TypeA)
 		if err != nil {
@@ -161,6 +163,18 @@ func waitA(ctx context.Context, t *testing.T, server, name, want, who string) {
 		}
 		return nil
 	}).WithContext(ctx).Should(Succeed(), "%s (%s) does not answer %s A %s", who, server, name, want)
+}
+
+// slowWait is how long a wait for an answer may take before the test
+// log says so: replication here takes milliseconds (docs/bind-facts.md).
+const slowWait = 5 * time.Second
+
+// logSlow logs what was waited for when it took longer than slowWait.
+func logSlow(t *testing.T, start time.Time, format string, args ...any) {
+	t.Helper()
+	if d := time.Since(start); d > slowWait && !t.Failed() {
+		t.Logf("slow: "+format+" only after %s", append(args, d.Round(time.Millisecond))...)
+	}
 }
 
 // soaSerial asks server for zone's SOA (UDP) and returns its serial.
@@ -322,13 +336,17 @@ func aValues(in *dns.Msg) []string {
 	return got
 }
 
-// dumpOnFailure logs what a failed test needs to see: the cluster's and
-// zones' and records' status, and every pod's description (containers,
-// events) with its named and agent log tails.
+// dumpOnFailure logs what a failed test needs to see (dumpCluster).
 func dumpOnFailure(t *testing.T, ns, cluster string, replicas int32) {
-	if !t.Failed() {
-		return
+	if t.Failed() {
+		dumpCluster(t, ns, cluster, replicas)
 	}
+}
+
+// dumpCluster logs the cluster's and zones' and records' status, and every
+// pod's description (containers, events) with its named and agent log
+// tails.
+func dumpCluster(t *testing.T, ns, cluster string, replicas int32) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var bc v1.BindCluster

@@ -86,6 +86,11 @@ func TestSamples(t *testing.T) {
 	}).WithContext(ctx).Should(Succeed(), "the resolver's query Service %s does not answer", resolverIP)
 
 	t.Logf("every pod and the query Service serve the samples %s after the apply", time.Since(start).Round(time.Millisecond))
+	if time.Since(start) > time.Minute {
+		t.Logf("serving took more than a minute; the cluster and the operator:")
+		dumpCluster(t, ns, "authoritative", 3)
+		t.Logf("operator logs (tails):\n%s", env.OperatorLogTails(ctx, 20000))
+	}
 
 	// A broken object is refused by the webhook, through a real kubectl.
 	out, err := env.Kubectl(ctx, `apiVersion: bind.unkin.net/v1alpha1
