@@ -29,6 +29,11 @@ const (
 	// namespaced sysctl).
 	sysctlUnprivilegedPortStart = "net.ipv4.ip_unprivileged_port_start"
 	privilegedPortsEnd          = 1024
+
+	// drainSeconds is how long a stopping named keeps serving before it
+	// flushes and exits: longer than an endpoint takes to leave the
+	// Services, far below the termination grace period (30 s).
+	drainSeconds = 5
 )
 
 // buildStatefulSet returns the desired StatefulSet. The pod template holds
@@ -105,10 +110,14 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ports.DNS)}},
 			InitialDelaySeconds: 10, PeriodSeconds: 10, FailureThreshold: 6,
 		},
-		// Flush journals into the zone files before the pod stops, so a
-		// restart loads every dynamic update without replaying journals.
+		// Before named stops: keep serving for drainSeconds while the
+		// pod's endpoint leaves the Services (the EndpointSlice update
+		// and kube-proxy's resync take about a second; a named that
+		// exits first answers connection refused to queries still
+		// routed to it), then flush journals into the zone files, so a
+		// restart loads every dynamic update without replaying them.
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-			Command: []string{"rndc", "-k", path.Join(paths.KeysDir, "control.conf"), "-s", "127.0.0.1", "sync", "-clean"},
+			Command: []string{"/bin/sh", "-c", fmt.Sprintf("sleep %d; exec rndc -k %s -s 127.0.0.1 sync -clean", drainSeconds, path.Join(paths.KeysDir, "control.conf"))},
 		}}},
 	}
 	agent := corev1.Container{

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"path"
 	"regexp"
 	"slices"
@@ -303,4 +305,40 @@ func writableVolume(sts *appsv1.StatefulSet, ctr corev1.Container, target string
 		return nil
 	}
 	return fmt.Errorf("%s is on mount %s, whose volume %s the pod lacks", target, best.MountPath, best.Name)
+}
+
+// TestPreStopDrainsThenFlushes runs named's preStop command under a real
+// shell with stand-ins for sleep and rndc on PATH: it waits drainSeconds
+// first (the endpoint leaves the Services while named still answers), then
+// flushes the journals, and fits well inside the grace period.
+func TestPreStopDrainsThenFlushes(t *testing.T) {
+	g := NewWithT(t)
+	spec := podSpecOf(stsCluster(nil))
+	var named *corev1.Container
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == namedContainer {
+			named = &spec.Containers[i]
+		}
+	}
+	g.Expect(named).NotTo(BeNil())
+	g.Expect(named.Lifecycle).NotTo(BeNil())
+	cmd := named.Lifecycle.PreStop.Exec.Command
+
+	dir := t.TempDir()
+	log := path.Join(dir, "calls")
+	for _, name := range []string{"sleep", "rndc"} {
+		script := fmt.Sprintf("#!/bin/sh\necho %s \"$@\" >> %s\n", name, log)
+		g.Expect(os.WriteFile(path.Join(dir, name), []byte(script), 0o755)).To(Succeed())
+	}
+	run := exec.Command(cmd[0], cmd[1:]...)
+	run.Env = []string{"PATH=" + dir}
+	out, err := run.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	calls, err := os.ReadFile(log)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.Split(strings.TrimSpace(string(calls)), "\n")).To(Equal([]string{
+		fmt.Sprintf("sleep %d", drainSeconds),
+		"rndc -k " + path.Join(render.DefaultPaths().KeysDir, "control.conf") + " -s 127.0.0.1 sync -clean",
+	}))
+	g.Expect(int64(drainSeconds)).To(BeNumerically("<", *spec.TerminationGracePeriodSeconds/2))
 }
