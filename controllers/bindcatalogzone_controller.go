@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -20,6 +21,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // BindCatalogZoneReconciler reports a catalog zone. The catalog itself is
@@ -107,8 +109,49 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 	if len(rrs) > 0 {
 		if soa, ok := rrs[0].(*dns.SOA); ok {
 			status.Serial = ptr.To(int64(soa.Serial))
+			return r.catchUpSerial(tctx, cat, &cluster, ZoneServer{Addr: joinHostPort(addr, port), Key: key}, soa.Serial, members)
 		}
 	}
+	return nil
+}
+
+// catchUpSerial raises the primary's catalog serial past the secondaries'
+// when one serves a newer one (see serials.go) and the primary's catalog
+// lists every member it should: a re-seeded primary rebuilds the catalog
+// one member at a time (the BindZone controller re-adds each), and a
+// secondary that transferred a partial catalog would drop the zones it
+// lacks. Secondaries that do not answer are skipped.
+func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bindv1alpha1.BindCatalogZone, cluster *bindv1alpha1.BindCluster, srv ZoneServer, primary uint32, served []string) error {
+	zone := string(cat.Spec.ZoneName)
+	pods, err := r.Endpoints.Pods(ctx, cluster)
+	if err != nil {
+		return nil // the status above stands; the next period looks again
+	}
+	var secs []uint32
+	for _, p := range pods {
+		if p.Primary {
+			continue
+		}
+		if s, err := soaSerial(ctx, p.DNSAddr, zone); err == nil {
+			secs = append(secs, s)
+		}
+	}
+	past, ahead := newestSerial(primary, secs)
+	if !ahead {
+		return nil
+	}
+	missing, err := r.missingMembers(ctx, cat, served)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the primary serves catalog serial %d, older than a secondary's %d, and lacks %d member(s) (first %s); the serial is raised once every member is back", primary, past, len(missing), missing[0])
+	}
+	if _, err := raiseSerial(ctx, srv, zone, past); err != nil {
+		return fmt.Errorf("a secondary serves catalog serial %d, newer than the primary's %d, and raising the primary's failed: %v", past, primary, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("raised the primary's catalog serial past a secondary's (the primary lost its data?)", "catalog", zone, "primary", primary, "secondary", past)
+	_ = notifySecondaries(ctx, pods, zone, srv.Key)
 	return nil
 }
 
@@ -130,4 +173,25 @@ func (r *BindCatalogZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		Named("bindcatalogzone").
 		Complete(r)
+}
+
+// missingMembers lists the zones that name this catalog (and are not being
+// deleted) but are not among the served members, sorted.
+func (r *BindCatalogZoneReconciler) missingMembers(ctx context.Context, cat *bindv1alpha1.BindCatalogZone, served []string) ([]string, error) {
+	var zones bindv1alpha1.BindZoneList
+	if err := r.Client.List(ctx, &zones, client.InNamespace(cat.Namespace)); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, z := range zones.Items {
+		ref := z.Spec.CatalogZoneRef
+		if ref == nil || ref.Name != cat.Name || !z.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if name := records.CanonicalZone(string(z.Spec.ZoneName)); !slices.Contains(served, name) {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	return missing, nil
 }

@@ -147,6 +147,11 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 		return r.report(zone, status, err)
 	}
 	inSync := r.observeSerials(ctx, t, status)
+	if raised, err := r.catchUpSerial(ctx, zone, t, status); err != nil {
+		return r.report(zone, status, err)
+	} else if raised {
+		inSync = r.observeSerials(ctx, t, status)
+	}
 	if len(status.RejectedRecords) > 0 {
 		first := status.RejectedRecords[0]
 		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonRecordsRefused,

@@ -23,10 +23,21 @@ func writeCatalogZones(c *conf, m *model, r role) {
 			c.line("file %s;", c.q("path", cat.file))
 			c.line("allow-update { key %s; };", key)
 			c.line("allow-transfer { key %s; };", key)
+			// Not unixtime like the member zones: a primary that
+			// re-seeds the catalog rebuilds it one member per UPDATE,
+			// and each partial catalog must stay below the serial the
+			// secondaries hold, or they would transfer it and drop the
+			// members it lacks (docs/behaviours.md, "Serials never go
+			// back").
+			c.line("serial-update-method increment;")
 		} else {
 			c.line("type secondary;")
 			c.line("file %s;", c.q("path", cat.file))
 			c.line("primaries { %s; };", m.primaryServer(cat.key))
+			// Whole copies only: a re-seeded primary may reach a
+			// serial a secondary holds with other members, and its
+			// differences from there do not apply to the old copy.
+			c.line("request-ixfr no;")
 		}
 		c.close()
 	}

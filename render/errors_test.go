@@ -115,3 +115,36 @@ func TestCheckReportsNamedsWords(t *testing.T) {
 		t.Fatalf("Check refuses a good config: %v", err)
 	}
 }
+
+// TestSerialUpdateMethodYieldsToExtraOptions: the operator's default
+// (unixtime, so serials never go back when a primary loses its volume) is
+// written once, and a cluster that sets serial-update-method itself gets
+// its own statement instead: named refuses the option twice.
+func TestSerialUpdateMethodYieldsToExtraOptions(t *testing.T) {
+	bin := namedCheckconf(t)
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "serial-update-method unixtime;"},
+		{[]string{"serial-update-method increment;"}, "serial-update-method increment;"},
+	} {
+		in := scenarioAuthoritative()
+		in.Cluster.Spec.ExtraOptions = tc.extra
+		out, err := Render(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{FilePrimaryConf, FileSecondaryConf} {
+			// The options block: catalogs set their own method.
+			_, opts, _ := strings.Cut(out.ConfigData[f], "\noptions {")
+			opts, _, _ = strings.Cut(opts, "\n};")
+			if n := strings.Count(opts, "serial-update-method"); n != 1 || !strings.Contains(opts, tc.want) {
+				t.Errorf("extraOptions %q: the options of %s have %d serial-update-method statements, want exactly %q", tc.extra, f, n, tc.want)
+			}
+		}
+		if err := Check(context.Background(), in, bin); err != nil {
+			t.Errorf("extraOptions %q: named-checkconf refuses the config: %v", tc.extra, err)
+		}
+	}
+}

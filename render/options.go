@@ -70,6 +70,16 @@ func writeOptions(c *conf, m *model, r role) {
 	if len(m.views) == 0 {
 		writeResponsePolicy(c, m.global.policies)
 	}
+	if !extraOptionsSet(s.ExtraOptions, "serial-update-method") {
+		// A primary that comes back with an empty volume re-seeds its
+		// catalogs and zones at serial 1. With unixtime its first UPDATE
+		// (the operator re-adding members and records) jumps the serial
+		// past every copy the secondaries hold, so they transfer the new
+		// content in full instead of staying on an old serial or
+		// applying the new primary's diffs to different data
+		// (docs/behaviours.md, "Serials never go back").
+		c.line("serial-update-method unixtime;")
+	}
 	if len(s.ExtraOptions) > 0 {
 		c.comment("spec.extraOptions, verbatim (validated by the admission webhook):")
 		for _, o := range s.ExtraOptions {
@@ -139,4 +149,15 @@ func forwardPolicy(p, def bindv1alpha1.ForwardPolicy) string {
 		return "only"
 	}
 	return "first"
+}
+
+// extraOptionsSet reports whether spec.extraOptions holds a statement
+// with this keyword, where it replaces the operator's default.
+func extraOptionsSet(opts []string, keyword string) bool {
+	for _, o := range opts {
+		if f := strings.Fields(o); len(f) > 0 && f[0] == keyword {
+			return true
+		}
+	}
+	return false
 }

@@ -191,6 +191,21 @@ func (c *Cluster) Restart(n *Node) {
 	c.startNamed(n)
 }
 
+// Wipe replaces n as a pod that comes back with an empty data volume (an
+// emptyDir, or a volume lost with its node): named and the agent stop,
+// DataDir is emptied, and both start again at the same addresses, so the
+// entrypoint seeds the catalogs afresh and the agent knows no zone.
+func (c *Cluster) Wipe(n *Node) {
+	c.tb.Helper()
+	c.stop(n)
+	entries, err := os.ReadDir(n.Paths.DataDir)
+	testkit.Must(c.tb, err)
+	for _, e := range entries {
+		testkit.Must(c.tb, os.RemoveAll(filepath.Join(n.Paths.DataDir, e.Name())))
+	}
+	c.start(n)
+}
+
 // Move reschedules secondary n: it comes back with the same data at
 // another address, [::1] on a new DNS port with nothing left listening at
 // the old one, and its agent at a new address too, as a pod whose IP
