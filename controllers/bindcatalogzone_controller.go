@@ -115,8 +115,9 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 	return nil
 }
 
-// catchUpSerial raises the primary's catalog serial past the secondaries'
-// when one serves a newer one (see serials.go) and the primary's catalog
+// catchUpSerial sends a NOTIFY to the secondaries whose catalog is older
+// than the primary's, and raises the primary's catalog serial past the
+// secondaries' when one serves a newer one (see serials.go) and the primary's catalog
 // lists every member it should: a re-seeded primary rebuilds the catalog
 // one member at a time (the BindZone controller re-adds each), and a
 // secondary that transferred a partial catalog would drop the zones it
@@ -128,16 +129,26 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 		return nil // the status above stands; the next period looks again
 	}
 	var secs []uint32
+	var behind []PodEndpoint
 	for _, p := range pods {
 		if p.Primary {
 			continue
 		}
 		if s, err := soaSerial(ctx, p.DNSAddr, zone); err == nil {
 			secs = append(secs, s)
+			if serialNewer(primary, s) {
+				behind = append(behind, p)
+			}
 		}
 	}
 	past, ahead := newestSerial(primary, secs)
 	if !ahead {
+		// A secondary that missed the NOTIFY of a member change (it was
+		// starting, or the datagram was lost) would otherwise wait for the
+		// catalog's SOA refresh (300 s) without the new members.
+		if len(behind) > 0 {
+			_ = notifySecondaries(ctx, behind, zone, srv.Key)
+		}
 		return nil
 	}
 	missing, err := r.missingMembers(ctx, cat, served)

@@ -159,6 +159,7 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
 	if !inSync {
+		r.renotify(ctx, zone, t, status)
 		setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; some secondaries do not serve it yet", ptr.Deref(status.Serial, 0)))
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}

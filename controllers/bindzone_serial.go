@@ -33,3 +33,39 @@ func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alph
 		"the primary served serial %d while a secondary served %d (the primary lost its data?); raised the primary's serial to %d so every secondary transfers the zone again", old, past, past+1)
 	return true, nil
 }
+
+// renotify sends a NOTIFY, signed with the transfer key, to each secondary
+// that serves an older serial than the primary and has not moved since the
+// previous look (the zone's status, written at least one requeue ago): it
+// missed the primary's NOTIFY (it was starting, or the datagram was lost)
+// and would otherwise wait for the SOA refresh. Best effort.
+func (r *BindZoneReconciler) renotify(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) {
+	if status.Serial == nil || t.xfrKey == nil {
+		return
+	}
+	primary := uint32(*status.Serial) //nolint:gosec // serials are uint32 on the wire
+	before := map[string]int64{}
+	for _, s := range zone.Status.Secondaries {
+		if s.Serial != nil {
+			before[s.Pod] = *s.Serial
+		}
+	}
+	stuck := map[string]bool{}
+	for _, s := range status.Secondaries {
+		if s.Serial == nil {
+			continue
+		}
+		if prev, ok := before[s.Pod]; ok && prev == *s.Serial && serialNewer(primary, uint32(*s.Serial)) { //nolint:gosec // as above
+			stuck[s.Pod] = true
+		}
+	}
+	var pods []PodEndpoint
+	for _, p := range t.secondaries() {
+		if stuck[p.Pod] {
+			pods = append(pods, p)
+		}
+	}
+	if len(pods) > 0 {
+		_ = notifySecondaries(ctx, pods, t.zoneName, *t.xfrKey)
+	}
+}
