@@ -42,6 +42,7 @@ type managerOptions struct {
 	webhookPort    int
 	leaderElection bool
 	podCIDRs       string
+	allowedImages  string
 	cluster        controllers.ClusterOptions
 	certs          certs.Flags
 	zoneResync     time.Duration
@@ -71,6 +72,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.StringVar(&o.podCIDRs, "pod-cidrs", "", "comma-separated pod CIDRs; option statements naming an address inside them are rejected. Empty: read from the Nodes' spec.podCIDRs")
 	fs.StringVar(&o.cluster.BindImage, "bind-image", bindv1alpha1.DefaultBindImage, "BIND 9.18 image for clusters that set none")
 	fs.StringVar(&o.cluster.AgentImage, "agent-image", controllers.DefaultAgentImage, "agent sidecar image (this operator's image) for clusters that set none")
+	fs.StringVar(&o.allowedImages, "allowed-images", "", "comma-separated prefixes a BindCluster's spec.image and spec.agentImage must start with, since its pods mount the cluster's keys; \"*\" allows any image. Empty: the repositories of --bind-image and --agent-image, at any tag or digest")
 	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
 	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
@@ -190,6 +192,7 @@ func runManager(args []string) error {
 		DerivePodCIDRsFromNodes: len(podCIDRs) == 0,
 		DefaultImage:            o.cluster.BindImage,
 		DefaultAgentImage:       o.cluster.AgentImage,
+		AllowedImages:           allowedImages(o),
 		NamedCheckconf:          o.cluster.NamedCheckconf,
 		ConfigCheckTimeout:      o.checkTimeout,
 	}); err != nil {
@@ -220,4 +223,19 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
 		}
 	}
 	return nil
+}
+
+// allowedImages is --allowed-images as a list; nil when unset, so the
+// webhooks allow the repositories of the default images.
+func allowedImages(o *managerOptions) []string {
+	if strings.TrimSpace(o.allowedImages) == "" {
+		return webhooks.DefaultAllowedImages(o.cluster.BindImage, o.cluster.AgentImage)
+	}
+	var out []string
+	for _, p := range strings.Split(o.allowedImages, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

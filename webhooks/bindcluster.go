@@ -25,7 +25,10 @@ type BindClusterWebhook struct {
 	Engine            *PolicyEngine
 	DefaultImage      string
 	DefaultAgentImage string
-	PodNetwork        podNetworkSource
+	// AllowedImages are the prefixes spec.image and spec.agentImage must
+	// start with (ValidateImages); empty or AllowAnyImage: any image.
+	AllowedImages []string
+	PodNetwork    podNetworkSource
 	// Checker runs named-checkconf on the candidate render; nil skips it.
 	Checker *ConfigChecker
 }
@@ -122,6 +125,11 @@ func (w *BindClusterWebhook) validate(ctx context.Context, old, c *v1alpha1.Bind
 	spec := field.NewPath("spec")
 	var warns admission.Warnings
 	errs := ValidateBindClusterSpec(&c.Spec, spec)
+	var oldSpec *v1alpha1.BindClusterSpec
+	if old != nil {
+		oldSpec = &old.Spec
+	}
+	errs = append(errs, ValidateImages(oldSpec, &c.Spec, w.AllowedImages, spec)...)
 	sts, optErrs := ValidateExtraOptions(c.Spec.ExtraOptions, spec.Child("extraOptions"))
 	errs = append(errs, optErrs...)
 	if len(sts) > 0 && w.Engine != nil {

@@ -23,6 +23,10 @@ import (
 // BindTSIGKeyWebhook defaults and validates BindTSIGKeys.
 type BindTSIGKeyWebhook struct {
 	Reader client.Reader
+	// Access says whether the requesting user may read the Secret that
+	// spec.secretName names. Nil: no check (in-process tests);
+	// SetupWithManager always sets it.
+	Access SecretAccess
 }
 
 var (
@@ -74,9 +78,21 @@ func (w *BindTSIGKeyWebhook) validate(ctx context.Context, oldK, k *v1alpha1.Bin
 	var warns admission.Warnings
 	f := refs{r: w.Reader, ns: namespaceOf(ctx, k.Namespace)}
 	if k.Spec.SecretName != "" {
+		// An imported key is copied into the Secret the BIND pods mount:
+		// importing needs the right to read the Secret. And nothing here
+		// tells someone without that right whether the Secret exists.
+		mayRead, checkErr := w.mayRead(ctx, f.ns, k.Spec.SecretName)
+		if importing(oldK, k) && !mayRead {
+			msg := fmt.Sprintf("you may not get Secret %q in this namespace, and importing it would copy its key into the BIND pods; have someone who may read it create this BindTSIGKey, or leave importExisting unset so that the operator generates the key", k.Spec.SecretName)
+			if checkErr != nil {
+				msg = fmt.Sprintf("could not check whether you may get Secret %q (%v), which importing it requires; retry", k.Spec.SecretName, checkErr)
+			}
+			errs = append(errs, field.Forbidden(spec.Child("secretName"), msg))
+		}
 		var sec corev1.Secret
-		found := f.get(ctx, k.Spec.SecretName, &sec, &warns)
+		found := mayRead && f.get(ctx, k.Spec.SecretName, &sec, &warns)
 		switch {
+		case !mayRead:
 		case k.Spec.ImportExisting && !found && f.r != nil:
 			warns = append(warns, fmt.Sprintf("spec.secretName: Secret %q does not exist yet; an imported key stays not Ready until it does", k.Spec.SecretName))
 		case !k.Spec.ImportExisting && found && oldK == nil && sec.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue:
@@ -93,6 +109,26 @@ func (w *BindTSIGKeyWebhook) validate(ctx context.Context, oldK, k *v1alpha1.Bin
 		}
 	}
 	return warns, invalid("BindTSIGKey", k.Name, errs)
+}
+
+// importing reports whether this request starts an import: only a new key
+// can, since the CRD keeps importExisting and secretName immutable.
+func importing(oldK, k *v1alpha1.BindTSIGKey) bool {
+	return oldK == nil && k.Spec.ImportExisting
+}
+
+// mayRead asks Access whether the requesting user may get Secret name in
+// namespace ns. Without Access everyone may; without a request in ctx
+// (a call from outside the webhook server) no one may.
+func (w *BindTSIGKeyWebhook) mayRead(ctx context.Context, ns, name string) (bool, error) {
+	if w.Access == nil {
+		return true, nil
+	}
+	user, ok := requester(ctx)
+	if !ok {
+		return false, nil
+	}
+	return w.Access.CanReadSecret(ctx, user, ns, name)
 }
 
 // ValidateBindTSIGKeySpec checks a key spec without other objects, where

@@ -28,6 +28,11 @@ type Options struct {
 	// DefaultAgentImage fills BindCluster spec.agentImage (the operator's
 	// own image). Empty: left unset for the controller to decide.
 	DefaultAgentImage string
+	// AllowedImages are the prefixes a BindCluster's images must start
+	// with. Nil: DefaultAllowedImages of DefaultImage (or
+	// v1alpha1.DefaultBindImage) and DefaultAgentImage; []string{"*"}:
+	// any image.
+	AllowedImages []string
 	// Rules replace the policy rules for option statements. Nil: PodIPRules.
 	Rules []Rule
 	// Reader reads referenced objects, Pods and Nodes. Nil: this API
@@ -40,11 +45,18 @@ type Options struct {
 	// ConfigCheckTimeout bounds one such check. Zero:
 	// DefaultConfigCheckTimeout.
 	ConfigCheckTimeout time.Duration
+	// SecretAccess answers whether the user behind a BindTSIGKey request
+	// may read the Secret it imports. Nil: SubjectAccessReviews through
+	// the manager's client.
+	SecretAccess SecretAccess
 }
 
 // SetupWithManager registers the defaulting and validating webhooks of all
 // nine kinds on mgr's webhook server.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if opts.SecretAccess == nil {
+		opts.SecretAccess = SubjectAccessReviews{Client: mgr.GetClient()}
+	}
 	ws, err := newWebhooks(cacheFirst{cache: mgr.GetCache(), api: mgr.GetAPIReader(), scheme: mgr.GetScheme()}, opts)
 	if err != nil {
 		return err
@@ -87,14 +99,22 @@ func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling webhook policy rules: %w", err)
 	}
+	allowed := opts.AllowedImages
+	if allowed == nil {
+		bindImage := opts.DefaultImage
+		if bindImage == "" {
+			bindImage = v1alpha1.DefaultBindImage
+		}
+		allowed = DefaultAllowedImages(bindImage, opts.DefaultAgentImage)
+	}
 	w := &webhooks{
-		cluster: &BindClusterWebhook{Reader: r, Engine: engine, DefaultImage: opts.DefaultImage, DefaultAgentImage: opts.DefaultAgentImage,
+		cluster: &BindClusterWebhook{Reader: r, Engine: engine, DefaultImage: opts.DefaultImage, DefaultAgentImage: opts.DefaultAgentImage, AllowedImages: allowed,
 			PodNetwork: podNetworkSource{r: r, cidrs: opts.PodCIDRs, deriveFromNode: opts.DerivePodCIDRsFromNodes},
 			Checker:    NewConfigChecker(opts.NamedCheckconf, opts.ConfigCheckTimeout)},
 		zone:    &BindZoneWebhook{Reader: r},
 		record:  &DNSRecordWebhook{Reader: r},
 		view:    &BindViewWebhook{Reader: r},
-		key:     &BindTSIGKeyWebhook{Reader: r},
+		key:     &BindTSIGKeyWebhook{Reader: r, Access: opts.SecretAccess},
 		acl:     &BindACLWebhook{Reader: r},
 		catalog: &BindCatalogZoneWebhook{Reader: r},
 		policy:  &BindPolicyWebhook{Reader: r},

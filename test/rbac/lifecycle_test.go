@@ -99,6 +99,9 @@ func TestGeneratedRoleGrants(t *testing.T) {
 		access{"", "namespaces", "get", false},
 		access{"rbac.authorization.k8s.io", "clusterroles", "escalate", false},
 		access{"", "serviceaccounts/token", "create", false},
+		// The BindTSIGKey webhook asks whether the requester may read a
+		// Secret it imports.
+		access{"authorization.k8s.io", "subjectaccessreviews", "create", true},
 	)
 	for _, a := range table {
 		t.Run(fmt.Sprintf("%s %s.%s", a.verb, a.resource, a.group), func(t *testing.T) {
