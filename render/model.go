@@ -34,6 +34,7 @@ type model struct {
 
 	catalogs       []catalogDef
 	notifyKeys     []string // BIND key names the secondaries accept NOTIFYs signed with
+	forwardKeys    []string // BIND key names of Primary zones' update keys: the secondaries forward UPDATEs signed with them
 	transferKey    string   // BIND name of spec.transferKeyRef, "" without one
 	dnssecPolicies []*bindv1alpha1.BindDNSSECPolicy
 	policies       []*policyDef // all policies, sorted by (order, name)
@@ -293,6 +294,7 @@ func (m *model) loadZones() error {
 		policies[p.Name] = p
 	}
 	used := map[string]bool{}
+	forward := map[string]bool{}
 	for _, z := range zones {
 		what := "BindZone " + z.Name
 		name := string(z.Spec.ZoneName)
@@ -314,6 +316,10 @@ func (m *model) loadZones() error {
 		}
 		switch z.Spec.Type {
 		case bindv1alpha1.ZonePrimary, "":
+			if ref := z.Spec.UpdateKeyRef; ref != nil {
+				k, _ := m.keyRef(what+" spec.updateKeyRef", ref.Name) // checked above
+				forward[k] = true
+			}
 			if ref := z.Spec.DNSSECPolicyRef; ref != nil {
 				if policies[ref.Name] == nil {
 					return fmt.Errorf("%s references BindDNSSECPolicy %q, which does not exist; create it or fix spec.dnssecPolicyRef", what, ref.Name)
@@ -335,6 +341,7 @@ func (m *model) loadZones() error {
 		}
 		m.dnssecPolicies = append(m.dnssecPolicies, policies[name])
 	}
+	m.forwardKeys = sortedKeys(forward)
 	return nil
 }
 

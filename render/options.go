@@ -65,6 +65,18 @@ func writeOptions(c *conf, m *model, r role) {
 			}
 			c.list("allow-notify", els)
 		}
+		if len(m.forwardKeys) > 0 {
+			// Clients that reach a secondary (the query Service picks
+			// any pod) may still update: the secondary forwards the
+			// signed UPDATE verbatim to the primary, which checks the
+			// signature against the zone's allow-update. A key of one
+			// zone gains nothing on another zone.
+			els := make([]string, len(m.forwardKeys))
+			for i, k := range m.forwardKeys {
+				els[i] = "key " + c.q("key name", k)
+			}
+			c.list("allow-update-forwarding", els)
+		}
 		writeCatalogConsumer(c, m)
 	}
 	if len(m.views) == 0 {

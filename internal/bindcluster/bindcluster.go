@@ -60,6 +60,10 @@ type Options struct {
 	Keys map[string]render.TSIGKey
 	// Catalogs are rendered into the config (catalog zones are restart-scoped).
 	Catalogs []v1.BindCatalogZone
+	// Zones are rendered into the config too: Primary zones are added at
+	// runtime, but named.conf holds what they need from it (the
+	// secondaries' allow-update-forwarding for their update keys).
+	Zones []v1.BindZone
 	// ReadyInterval is the agents' readiness period; zero keeps the
 	// agent's default, whose lighter polling benchmarks want.
 	ReadyInterval time.Duration
@@ -163,7 +167,19 @@ func (c *Cluster) Input(n *Node) render.Input {
 	host, port := c.Transfer()
 	return render.Input{
 		Cluster: cc, PrimaryAddress: host, PrimaryPort: port, ControlKey: c.ControlKey,
-		Keys: c.opts.Keys, Catalogs: c.opts.Catalogs, Paths: n.Paths,
+		Keys: c.opts.Keys, Catalogs: c.opts.Catalogs, Zones: c.opts.Zones, Paths: n.Paths,
+	}
+}
+
+// Roll renders every pod's config again with zones (see Options.Zones) and
+// restarts the pods one by one with their data, as the operator's roll
+// does after a restart-scoped change.
+func (c *Cluster) Roll(zones []v1.BindZone) {
+	c.tb.Helper()
+	c.opts.Zones = zones
+	for _, n := range c.Nodes {
+		c.stop(n)
+		c.start(n)
 	}
 }
 
