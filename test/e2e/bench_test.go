@@ -57,12 +57,7 @@ func TestInClusterBench(t *testing.T) {
 	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("op", opZone, "updates")))
 	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("raw", rawZone, "updates")))
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
-	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
-	ips := podIPs(ctx, t, ns, a.Name, a.Replicas)
-	for i, ip := range ips {
-		waitSOA(ctx, t, ip, opZone, fmt.Sprintf("%s-%d", a.Name, i))
-		waitSOA(ctx, t, ip, rawZone, fmt.Sprintf("%s-%d", a.Name, i))
-	}
+	ips := a.servedByAll(ctx, t, opZone, rawZone)
 	updates := readTSIGKey(ctx, t, ns, "updates")
 	transfer := readTSIGKey(ctx, t, ns, a.transferKey())
 	// Objects go in as fast as the API server takes them: the operator

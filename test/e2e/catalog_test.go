@@ -29,11 +29,7 @@ func TestCatalogMemberReachesSecondariesUntouched(t *testing.T) {
 	a := authoritative{Namespace: ns, Name: "catalog", Replicas: 3, Catalog: "catalog.catalog.internal"}
 	a.create(ctx, t)
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
-	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
-	ips := podIPs(ctx, t, ns, a.Name, a.Replicas)
-	for i, ip := range ips {
-		waitSOA(ctx, t, ip, a.Catalog, fmt.Sprintf("%s-%d", a.Name, i))
-	}
+	ips := a.servedByAll(ctx, t, a.Catalog)
 
 	type version struct{ configMap, keys string }
 	versions := func() version {

@@ -36,10 +36,7 @@ func TestDeleteClusterCollectsEverything(t *testing.T) {
 	ns := newNamespace(ctx, t, "e2e-delete")
 	a := authoritative{Namespace: ns, Name: "doomed", Replicas: 2, Catalog: "catalog.doomed.internal", Storage: true}
 	a.create(ctx, t)
-	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
-	for _, ip := range podIPs(ctx, t, ns, a.Name, a.Replicas) {
-		waitSOA(ctx, t, ip, a.Catalog, "pod "+ip)
-	}
+	a.servedByAll(ctx, t, a.Catalog)
 
 	// What the cluster owns, as the API lists it.
 	owned := []struct {

@@ -116,6 +116,21 @@ func waitClusterReady(ctx context.Context, t *testing.T, ns, name string, replic
 	return &c
 }
 
+// servedByAll waits until the cluster reports every replica ready and
+// each pod serves the SOA of every zone, and returns the pod IPs (ordinal
+// order, the primary first).
+func (a authoritative) servedByAll(ctx context.Context, t *testing.T, zones ...string) []string {
+	t.Helper()
+	waitClusterReady(ctx, t, a.Namespace, a.Name, a.Replicas)
+	ips := podIPs(ctx, t, a.Namespace, a.Name, a.Replicas)
+	for i, ip := range ips {
+		for _, z := range zones {
+			waitSOA(ctx, t, ip, z, fmt.Sprintf("%s-%d", a.Name, i))
+		}
+	}
+	return ips
+}
+
 func conditions(cs []metav1.Condition) string {
 	var parts []string
 	for _, c := range cs {

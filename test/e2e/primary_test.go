@@ -49,11 +49,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	testkit.Must(t, env.Client.Create(ctx, record("api", "192.0.2.80")))
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
 
-	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
-	ips := podIPs(ctx, t, ns, a.Name, a.Replicas)
-	for i, ip := range ips {
-		waitSOA(ctx, t, ip, a.Catalog, fmt.Sprintf("%s-%d", a.Name, i))
-	}
+	ips := a.servedByAll(ctx, t, a.Catalog)
 	zoneStart := time.Now()
 	for i, ip := range ips {
 		waitA(ctx, t, ip, "api."+zone, "192.0.2.80", fmt.Sprintf("%s-%d", a.Name, i))

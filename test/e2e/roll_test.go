@@ -42,10 +42,7 @@ func TestConfigChangeRollsOnceWithoutDowntime(t *testing.T) {
 	a := authoritative{Namespace: ns, Name: "rolling", Replicas: 3, Catalog: "catalog.rolling.internal", Storage: true,
 		Mutate: func(c *v1.BindCluster) { c.Spec.AllowQuery = []v1.AddressMatchElement{{ACLRef: "clients"}} }}
 	a.create(ctx, t)
-	waitClusterReady(ctx, t, ns, a.Name, a.Replicas)
-	for _, ip := range podIPs(ctx, t, ns, a.Name, a.Replicas) {
-		waitSOA(ctx, t, ip, a.Catalog, "pod "+ip)
-	}
+	a.servedByAll(ctx, t, a.Catalog)
 	queryIP, err := env.Cluster.ServiceIP(ctx, ns, a.Name)
 	testkit.Must(t, err)
 	waitSOA(ctx, t, queryIP, a.Catalog, "query Service")
