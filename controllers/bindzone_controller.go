@@ -142,6 +142,9 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 		if err := r.syncRecords(ctx, zone, t, status); err != nil {
 			return r.report(zone, status, err)
 		}
+		if _, err := r.ensureSOA(ctx, zone, t); err != nil {
+			return r.report(zone, status, err)
+		}
 	}
 	if err := r.ensureCatalogMember(ctx, zone, t); err != nil {
 		return r.report(zone, status, err)

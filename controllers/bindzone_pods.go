@@ -29,16 +29,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 	if err != nil {
 		return false, err
 	}
-	soa := zone.Spec.SOA.DeepCopy()
-	if soa == nil {
-		soa = &bindv1alpha1.SOASpec{}
-	}
-	if soa.PrimaryNameServer == "" {
-		// Outside the zone: a seed whose NS lies inside the zone without
-		// glue does not load in 9.18, and the query Service's name is
-		// where clients actually find the zone.
-		soa.PrimaryNameServer = bindv1alpha1.DomainName(querySvcFQDN(t.cluster, r.ClusterDomain))
-	}
+	soa := r.soaSpec(zone, t)
 	seed := render.SeedZoneWithGlue(t.zoneName, soa, zone.EffectiveDefaultTTL(), mnameGlue(t.zoneName, string(soa.PrimaryNameServer), zone.Spec.Records))
 	ac, err := r.agents.get(ctx, t.cluster, prim.AgentAddr)
 	if err != nil {
@@ -67,6 +58,21 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 		}
 	}
 	return res.Action == agent.ActionAdded, nil
+}
+
+// soaSpec is spec.soa with the MNAME the operator picks when it names
+// none: outside the zone (a seed whose NS lies inside the zone without glue
+// does not load in 9.18), the query Service's name, where clients actually
+// find the zone.
+func (r *BindZoneReconciler) soaSpec(zone *bindv1alpha1.BindZone, t *zoneTarget) *bindv1alpha1.SOASpec {
+	soa := zone.Spec.SOA.DeepCopy()
+	if soa == nil {
+		soa = &bindv1alpha1.SOASpec{}
+	}
+	if soa.PrimaryNameServer == "" {
+		soa.PrimaryNameServer = bindv1alpha1.DomainName(querySvcFQDN(t.cluster, r.ClusterDomain))
+	}
+	return soa
 }
 
 // mnameGlue returns the addresses the zone declares for its SOA MNAME: the

@@ -42,28 +42,43 @@ func newestSerial(primary uint32, secondaries []uint32) (uint32, bool) {
 // IXFR from a serial the primary's journal does not hold falls back to a
 // full AXFR, so none applies the new primary's differences to old data.
 func raiseSerial(ctx context.Context, srv ZoneServer, zone string, past uint32) (uint32, error) {
-	apex := records.ZoneFQDN(zone)
-	vals, ttl, err := servedValues(ctx, srv.Addr, apex, dns.TypeSOA)
+	soa, err := servedSOA(ctx, srv.Addr, zone)
 	if err != nil {
 		return 0, err
-	}
-	if len(vals) != 1 {
-		return 0, fmt.Errorf("the primary serves %d SOA records for %s", len(vals), zone)
-	}
-	rr, err := dns.NewRR(fmt.Sprintf("%s %d IN SOA %s", apex, ttl, vals[0]))
-	if err != nil {
-		return 0, fmt.Errorf("the primary's SOA for %s does not parse: %w", zone, err)
-	}
-	soa, ok := rr.(*dns.SOA)
-	if !ok {
-		return 0, fmt.Errorf("the primary's SOA for %s does not parse", zone)
 	}
 	old := soa.Serial
 	soa.Serial = past + 1
+	return old, setSOA(ctx, srv, zone, soa)
+}
+
+// servedSOA is the SOA record addr serves for zone.
+func servedSOA(ctx context.Context, addr, zone string) (*dns.SOA, error) {
+	apex := records.ZoneFQDN(zone)
+	vals, ttl, err := servedValues(ctx, addr, apex, dns.TypeSOA)
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) != 1 {
+		return nil, fmt.Errorf("%s serves %d SOA records for %s", addr, len(vals), zone)
+	}
+	rr, err := dns.NewRR(fmt.Sprintf("%s %d IN SOA %s", apex, ttl, vals[0]))
+	if err != nil {
+		return nil, fmt.Errorf("the SOA %s serves for %s does not parse: %w", addr, zone, err)
+	}
+	soa, ok := rr.(*dns.SOA)
+	if !ok {
+		return nil, fmt.Errorf("the SOA %s serves for %s does not parse", addr, zone)
+	}
+	return soa, nil
+}
+
+// setSOA replaces the zone's SOA on srv (signed UPDATE): named takes it
+// when its serial is newer.
+func setSOA(ctx context.Context, srv ZoneServer, zone string, soa *dns.SOA) error {
 	c, err := dnsclient.New(srv.Addr, &srv.Key, dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer c.Close()
-	return old, c.SetSOA(ctx, zone, soa)
+	return c.SetSOA(ctx, zone, soa)
 }

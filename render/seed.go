@@ -33,31 +33,8 @@ func SeedZone(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int32) stri
 // so the seed does not depend on their order.
 func SeedZoneWithGlue(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int32, glue []string) string {
 	origin := records.ZoneFQDN(zoneName)
-	if soa == nil {
-		soa = &bindv1alpha1.SOASpec{}
-	}
-	sub := func(s string) string {
-		if origin == "." {
-			return s + "."
-		}
-		return s + "." + origin
-	}
-	// Defaults that would be longer than a domain name may be (a zone
-	// name near 253 octets) fall back to the zone's own name.
-	fits := func(n string) string {
-		if len(n) > 254 {
-			return origin
-		}
-		return n
-	}
-	mname := fits(sub("ns1"))
-	if soa.PrimaryNameServer != "" {
-		mname = records.ZoneFQDN(string(soa.PrimaryNameServer))
-	}
-	rname := fits(sub(bindv1alpha1.DefaultSOAResponsiblePerson))
-	if soa.ResponsiblePerson != "" {
-		rname = records.ZoneFQDN(string(soa.ResponsiblePerson))
-	}
+	z := ZoneSOA(zoneName, soa)
+	mname := z.MName
 	if defaultTTL <= 0 {
 		defaultTTL = bindv1alpha1.DefaultTTL
 	}
@@ -65,9 +42,7 @@ func SeedZoneWithGlue(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int
 	fmt.Fprintf(&b, "; Seed of zone %s, rendered by bind-operator. Records arrive as dynamic updates.\n", origin)
 	fmt.Fprintf(&b, "$ORIGIN %s\n", origin)
 	fmt.Fprintf(&b, "$TTL %d\n", defaultTTL)
-	fmt.Fprintf(&b, "@\tIN\tSOA\t%s %s 1 %d %d %d %d\n", mname, rname,
-		orDefault(soa.Refresh, bindv1alpha1.DefaultSOARefresh), orDefault(soa.Retry, bindv1alpha1.DefaultSOARetry),
-		orDefault(soa.Expire, bindv1alpha1.DefaultSOAExpire), orDefault(soa.Minimum, bindv1alpha1.DefaultSOAMinimum))
+	fmt.Fprintf(&b, "@\tIN\tSOA\t%s %s 1 %d %d %d %d\n", z.MName, z.RName, z.Refresh, z.Retry, z.Expire, z.Minimum)
 	fmt.Fprintf(&b, "@\tIN\tNS\t%s\n", mname)
 	if inZone(mname, origin) {
 		var v4, v6 []string
@@ -96,4 +71,50 @@ func SeedZoneWithGlue(zoneName string, soa *bindv1alpha1.SOASpec, defaultTTL int
 
 func inZone(name, origin string) bool {
 	return origin == "." || name == origin || strings.HasSuffix(name, "."+origin)
+}
+
+// SOA is what a zone's SOA record says besides its serial: the spec's
+// fields with the API's defaults filled in, names absolute.
+type SOA struct {
+	MName, RName                    string
+	Refresh, Retry, Expire, Minimum int32
+}
+
+// ZoneSOA is the SOA that spec.soa asks for: the seed's, and what the
+// controller keeps served when spec.soa changes later. An unset MNAME is
+// ns1.<zone> (see SeedZone), an unset RNAME hostmaster.<zone>.
+func ZoneSOA(zoneName string, soa *bindv1alpha1.SOASpec) SOA {
+	origin := records.ZoneFQDN(zoneName)
+	if soa == nil {
+		soa = &bindv1alpha1.SOASpec{}
+	}
+	sub := func(s string) string {
+		if origin == "." {
+			return s + "."
+		}
+		return s + "." + origin
+	}
+	// Defaults that would be longer than a domain name may be (a zone
+	// name near 253 octets) fall back to the zone's own name.
+	fits := func(n string) string {
+		if len(n) > 254 {
+			return origin
+		}
+		return n
+	}
+	z := SOA{
+		MName:   fits(sub("ns1")),
+		RName:   fits(sub(bindv1alpha1.DefaultSOAResponsiblePerson)),
+		Refresh: orDefault(soa.Refresh, bindv1alpha1.DefaultSOARefresh),
+		Retry:   orDefault(soa.Retry, bindv1alpha1.DefaultSOARetry),
+		Expire:  orDefault(soa.Expire, bindv1alpha1.DefaultSOAExpire),
+		Minimum: orDefault(soa.Minimum, bindv1alpha1.DefaultSOAMinimum),
+	}
+	if soa.PrimaryNameServer != "" {
+		z.MName = records.ZoneFQDN(string(soa.PrimaryNameServer))
+	}
+	if soa.ResponsiblePerson != "" {
+		z.RName = records.ZoneFQDN(string(soa.ResponsiblePerson))
+	}
+	return z
 }
