@@ -124,6 +124,8 @@ type BindZoneSpec struct {
 }
 
 // SOASpec is a zone's start of authority. Unset fields take the defaults.
+// Edits after the zone was created are applied to the served SOA, with the
+// serial one up.
 // +kubebuilder:validation:XValidation:rule="!has(self.retry) || !has(self.refresh) || self.retry <= self.refresh",message="retry must not exceed refresh; a retry is a faster refresh after a failure.",messageExpression="'retry must not exceed refresh (%d); a retry is a faster refresh after a failure.'.format([self.refresh])",fieldPath=".retry"
 // +kubebuilder:validation:XValidation:rule="!has(self.expire) || !has(self.refresh) || self.expire >= self.refresh",message="expire must be at least refresh, or secondaries drop the zone before they try to refresh it.",messageExpression="'expire must be at least refresh (%d), or secondaries drop the zone before they try to refresh it.'.format([self.refresh])",fieldPath=".expire"
 type SOASpec struct {
