@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/internal/idlecache"
 )
 
 // Server is where a zone's UPDATEs go and the key that signs them.
@@ -202,10 +203,14 @@ var ErrAborted = errors.New("the UPDATE batch was cut short")
 // clientCache keeps one dnsclient.Client (one kept TCP connection) per
 // server and key name; a rotated secret replaces the client.
 type clientCache struct {
-	mu      sync.Mutex
-	clients map[string]cachedClient
+	mu      sync.Mutex // one client per key, even when callers race
+	clients *idlecache.Cache[cachedClient]
 	opts    dnsclient.Options
 }
+
+// clientIdle is how long a DNS client (its kept connection) may go unused
+// before it is closed and forgotten: its cluster or key is gone.
+const clientIdle = 15 * time.Minute
 
 type cachedClient struct {
 	key    dnsclient.Key
@@ -216,21 +221,18 @@ func (c *clientCache) get(srv Server) (*dnsclient.Client, error) {
 	id := srv.Addr + "|" + srv.Key.Name
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cached, ok := c.clients[id]; ok {
-		if cached.key.Equal(srv.Key) {
-			return cached.client, nil
-		}
-		_ = cached.client.Close()
+	if c.clients == nil {
+		c.clients = idlecache.New(clientIdle, func(cc cachedClient) { _ = cc.client.Close() }, nil)
+	}
+	if cached, ok := c.clients.Get(id); ok && cached.key.Equal(srv.Key) {
+		return cached.client, nil
 	}
 	key := srv.Key
 	cl, err := dnsclient.New(srv.Addr, &key, c.opts)
 	if err != nil {
 		return nil, err
 	}
-	if c.clients == nil {
-		c.clients = map[string]cachedClient{}
-	}
-	c.clients[id] = cachedClient{key: key, client: cl}
+	c.clients.Put(id, cachedClient{key: key, client: cl})
 	return cl, nil
 }
 

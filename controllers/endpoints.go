@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/idlecache"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -134,9 +136,14 @@ func agentKey(cluster *bindv1alpha1.BindCluster, addr string) string {
 type agentClients struct {
 	Client client.Reader
 
-	mu      sync.Mutex
-	clients map[string]cachedAgent
+	mu      sync.Mutex // one client per key, even when callers race
+	clients *idlecache.Cache[cachedAgent]
 }
+
+// agentClientIdle is how long an agent client may go unused before it is
+// closed and forgotten: its pod was replaced (a new IP) or its cluster
+// deleted. Every BindZone resync uses a live pod's client far more often.
+const agentClientIdle = 15 * time.Minute
 
 type cachedAgent struct {
 	stamp  [32]byte
@@ -163,19 +170,16 @@ func (a *agentClients) get(ctx context.Context, cluster *bindv1alpha1.BindCluste
 	id := agentKey(cluster, addr)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if c, ok := a.clients[id]; ok {
-		if c.stamp == stamp {
-			return c.client, nil
-		}
-		c.client.Close()
+	if a.clients == nil {
+		a.clients = idlecache.New(agentClientIdle, func(c cachedAgent) { c.client.Close() }, nil)
+	}
+	if c, ok := a.clients.Get(id); ok && c.stamp == stamp {
+		return c.client, nil
 	}
 	c, err := agent.NewClient(agent.ClientConfig{Address: addr, CAPEM: ca, CertPEM: cert, KeyPEM: key})
 	if err != nil {
 		return nil, fmt.Errorf("agent client for %s: %w", addr, err)
 	}
-	if a.clients == nil {
-		a.clients = map[string]cachedAgent{}
-	}
-	a.clients[id] = cachedAgent{stamp: stamp, client: c}
+	a.clients.Put(id, cachedAgent{stamp: stamp, client: c})
 	return c, nil
 }
