@@ -98,6 +98,11 @@ func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return r.finalize(ctx, &zone)
 	}
 	status := zone.Status.DeepCopy()
+	if zone.Spec.Type == bindv1alpha1.ZoneSecondary && zone.Spec.ViewRef == nil {
+		status.ObservedGeneration = zone.Generation
+		res := r.observeSecondary(ctx, &zone, status)
+		return res, patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
+	}
 	if zone.Spec.Type != bindv1alpha1.ZonePrimary && zone.Spec.Type != "" {
 		status.ObservedGeneration = zone.Generation
 		setZoneCondition(&zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonInConfig,

@@ -80,6 +80,12 @@ const (
 	// ReasonReplicating: the primary serves the zone; some secondaries do
 	// not serve its serial yet.
 	ReasonReplicating = "Replicating"
+	// ReasonTransferred: a Secondary zone is served by every pod, each
+	// having transferred it from spec.primaries.
+	ReasonTransferred = "Transferred"
+	// ReasonNotTransferred: some pods of a Secondary zone do not serve it:
+	// their transfer from spec.primaries has not succeeded yet.
+	ReasonNotTransferred = "NotTransferred"
 )
 
 // Reasons of a DNSRecord's Ready and Conflict conditions.
