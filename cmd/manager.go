@@ -217,6 +217,7 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
 		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, ResyncPeriod: o.zoneResync},
 		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain},
 		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient()},
+		&controllers.ConfigStatusReconciler{Client: mgr.GetClient()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err

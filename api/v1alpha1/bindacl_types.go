@@ -28,6 +28,11 @@ type BindACLStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// users is the number of objects in the namespace that name this ACL
+	// (BindClusters, BindViews, BindZones and other BindACLs).
+	// +optional
+	Users int32 `json:"users,omitempty"`
 }
 
 // BindACL is a reusable named address match list.
@@ -36,6 +41,7 @@ type BindACLStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=bacl,categories=bind
 // +kubebuilder:validation:XValidation:rule="!(self.metadata.name in ['any', 'none', 'localhost', 'localnets'])",message="any, none, localhost and localnets are BIND's built-in ACLs; choose another name."
+// +kubebuilder:printcolumn:name="Users",type=integer,JSONPath=`.status.users`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BindACL struct {

@@ -118,3 +118,21 @@ const (
 	// primary.
 	ReasonCatalogNotServed = "NotServed"
 )
+
+// Reasons of the Ready condition of BindView, BindACL, BindPolicy and
+// BindDNSSECPolicy: configuration that clusters use.
+const (
+	// ReasonInRunningConfig: every cluster that uses the object runs a
+	// configuration that holds it.
+	ReasonInRunningConfig = "InRunningConfig"
+	// ReasonClusterNotUpToDate: a cluster that uses the object has not
+	// rolled out a configuration that holds it (rendering, checking or
+	// rolling; its BindCluster's conditions say which).
+	ReasonClusterNotUpToDate = "ClusterNotUpToDate"
+	// ReasonUnused: nothing uses the object; it is valid and waits.
+	ReasonUnused = "Unused"
+	// ReasonPolicyNotLoaded: some pods do not serve the policy zone.
+	ReasonPolicyNotLoaded = "NotLoaded"
+	// ReasonPolicyLoaded: every pod serves the policy zone.
+	ReasonPolicyLoaded = "Loaded"
+)

@@ -53,6 +53,9 @@ func TestMain(m *testing.M) {
 			if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second}).SetupWithManager(mgr); err != nil {
 				return err
 			}
+			if err := (&controllers.ConfigStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+				return err
+			}
 			return (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second}).SetupWithManager(mgr)
 		})
 	})

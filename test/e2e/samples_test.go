@@ -10,8 +10,11 @@ import (
 	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
@@ -22,7 +25,8 @@ import (
 // query Service (through kube-proxy) serve the catalog zone (the
 // secondaries through a keyed transfer from the primary Service) and the
 // sample zone with its records and the sample DNSRecord; the resolver's
-// query Service answers; and a broken object applied with kubectl is
+// query Service answers; the views, ACL, DNSSEC policy and RPZ policy
+// report their use and Ready; and a broken object applied with kubectl is
 // refused with the webhook's message.
 func TestSamples(t *testing.T) {
 	g := NewWithT(t)
@@ -91,6 +95,35 @@ func TestSamples(t *testing.T) {
 		dumpCluster(t, ns, "authoritative", 3)
 		t.Logf("operator logs (tails):\n%s", env.OperatorLogTails(ctx, 20000))
 	}
+
+	// The kinds that are configuration say who uses them and whether the
+	// clusters run them (printer columns Zones, Users, Rules).
+	readyReason := func(cs []metav1.Condition) string {
+		if c := meta.FindStatusCondition(cs, v1.ConditionReady); c != nil {
+			return string(c.Status) + "/" + c.Reason
+		}
+		return "none"
+	}
+	g.Eventually(func(g Gomega) {
+		var views v1.BindViewList
+		g.Expect(env.Client.List(ctx, &views, client.InNamespace(ns))).To(Succeed())
+		g.Expect(views.Items).To(HaveLen(2))
+		for _, v := range views.Items {
+			g.Expect(readyReason(v.Status.Conditions)).To(Equal("True/"+v1.ReasonInRunningConfig), "BindView %s", v.Name)
+		}
+		var acl v1.BindACL
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "internal-networks"}, &acl)).To(Succeed())
+		g.Expect(acl.Status.Users).To(BeNumerically(">=", 1))
+		g.Expect(readyReason(acl.Status.Conditions)).To(Equal("True/" + v1.ReasonInRunningConfig))
+		var dnssec v1.BindDNSSECPolicy
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "standard"}, &dnssec)).To(Succeed())
+		g.Expect(dnssec.Status.ZoneCount).To(BeEquivalentTo(1))
+		g.Expect(readyReason(dnssec.Status.Conditions)).To(Equal("True/" + v1.ReasonInRunningConfig))
+		var policy v1.BindPolicy
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "firewall"}, &policy)).To(Succeed())
+		g.Expect(policy.Status.RuleCount).To(BeEquivalentTo(4))
+		g.Expect(readyReason(policy.Status.Conditions)).To(Equal("True/" + v1.ReasonInRunningConfig))
+	}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "the status of the sample views, ACL, DNSSEC policy and RPZ policy")
 
 	// A broken object is refused by the webhook, through a real kubectl.
 	out, err := env.Kubectl(ctx, `apiVersion: bind.unkin.net/v1alpha1

@@ -84,7 +84,7 @@ func TestGeneratedRoleGrants(t *testing.T) {
 			table = append(table, access{v1.GroupVersion.Group, res, verb, allowed})
 		}
 	}
-	for _, res := range []string{"bindclusters", "bindtsigkeys", "bindzones", "dnsrecords", "bindcatalogzones"} {
+	for _, res := range []string{"bindclusters", "bindtsigkeys", "bindzones", "dnsrecords", "bindcatalogzones", "bindviews", "bindacls", "bindpolicies", "binddnssecpolicies"} {
 		table = append(table,
 			access{v1.GroupVersion.Group, res + "/status", "patch", true},
 			access{v1.GroupVersion.Group, res + "/status", "update", false},

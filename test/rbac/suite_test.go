@@ -117,6 +117,7 @@ func TestMain(m *testing.M) {
 				&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
 				&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
 				&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
+				&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 			} {
 				if err := r.SetupWithManager(mgr); err != nil {
 					return err
