@@ -82,10 +82,8 @@ func TestSecondaryAddressChangeReappliesAlsoNotify(t *testing.T) {
 
 	// A record change reaches the moved secondary at its new address (and
 	// the other one) within seconds: NOTIFY, not the 300 s refresh.
-	z := c.zone("moving")
-	z.Spec.Records[0].Values = []string{"192.0.2.2"}
 	changed = time.Now()
-	testkit.Must(t, k8s.Update(ctx, z))
+	c.editZone("moving", func(z *v1.BindZone) { z.Spec.Records[0].Values = []string{"192.0.2.2"} })
 	c.g.Eventually(func() []string { return served(moved.DNSAddr(), "www.moving.test", dns.TypeA) }).WithTimeout(5*time.Second).
 		Should(Equal([]string{"192.0.2.2"}), "the moved secondary to serve the change at "+moved.DNSAddr())
 	t.Logf("record change → served on the moved secondary at %s: %v", moved.DNSAddr(), time.Since(changed).Round(time.Millisecond))

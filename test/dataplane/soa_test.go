@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestSOAEditReachesEveryPod (issue 13 item 7): spec.soa edited after the
@@ -31,9 +30,9 @@ func TestSOAEditReachesEveryPod(t *testing.T) {
 		t.Fatalf("seed SOA = %v", soa)
 	}
 
-	z := c.zone("timers")
-	z.Spec.SOA = &v1.SOASpec{ResponsiblePerson: "dns-admin.example.net", Refresh: ptr.To[int32](900), Retry: ptr.To[int32](120), Expire: ptr.To[int32](604800), Minimum: ptr.To[int32](30)}
-	testkit.Must(t, k8s.Update(ctx, z))
+	c.editZone("timers", func(z *v1.BindZone) {
+		z.Spec.SOA = &v1.SOASpec{ResponsiblePerson: "dns-admin.example.net", Refresh: ptr.To[int32](900), Retry: ptr.To[int32](120), Expire: ptr.To[int32](604800), Minimum: ptr.To[int32](30)}
+	})
 	c.waitZone("timers", v1.ReasonServed, 20*time.Second)
 	want := fmt.Sprintf("dns-admin.example.net. %d 900 120 604800 30", before+1)
 	for _, n := range c.Nodes {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,6 +58,17 @@ func (c *cluster) zone(name string) *v1.BindZone {
 	var z v1.BindZone
 	testkit.Must(c.t, k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: name}, &z))
 	return &z
+}
+
+// editZone changes a BindZone as kubectl edit does: read, change, write,
+// and again on a conflict (the operator writes the status meanwhile).
+func (c *cluster) editZone(name string, change func(*v1.BindZone)) {
+	c.t.Helper()
+	testkit.Must(c.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		z := c.zone(name)
+		change(z)
+		return k8s.Update(ctx, z)
+	}))
 }
 
 func (c *cluster) waitZone(name, reason string, timeout time.Duration) *v1.BindZone {
@@ -130,10 +142,8 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 	// A record change reaches both secondaries through signed NOTIFY from
 	// a non-primary address (SOA refresh is 300 s: anything under a few
 	// seconds is the NOTIFY).
-	z = c.zone("example-com")
-	z.Spec.Records[0].Values = []string{"192.0.2.2"}
 	changed := time.Now()
-	testkit.Must(t, k8s.Update(ctx, z))
+	c.editZone("example-com", func(z *v1.BindZone) { z.Spec.Records[0].Values = []string{"192.0.2.2"} })
 	for _, n := range c.Nodes[1:] {
 		c.g.Eventually(func() []string { return served(n.DNSAddr(), "www.example.com", dns.TypeA) }).WithTimeout(5*time.Second).
 			Should(Equal([]string{"192.0.2.2"}), n.Name+" to serve the change")
@@ -159,9 +169,7 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 		dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: "www.example.com.", Type: dns.TypeA, TTL: 60, Values: []string{"192.0.2.66"}}},
 		dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: "foreign.example.com.", Type: dns.TypeA, TTL: 60, Values: []string{"192.0.2.77"}}},
 	))
-	z = c.zone("example-com")
-	z.Annotations = map[string]string{v1.AnnotationResync: "now-1"}
-	testkit.Must(t, k8s.Update(ctx, z))
+	c.editZone("example-com", func(z *v1.BindZone) { z.Annotations = map[string]string{v1.AnnotationResync: "now-1"} })
 	c.waitAll("drift repaired", 10*time.Second, "www.example.com", dns.TypeA, "192.0.2.2")
 	c.waitAll("foreign data kept", 5*time.Second, "foreign.example.com", dns.TypeA, "192.0.2.77")
 	c.g.Eventually(func() string { return c.zone("example-com").Status.ObservedResync }).WithTimeout(5*time.Second).
@@ -169,9 +177,7 @@ func TestPrimaryZoneLifecycleWithCatalog(t *testing.T) {
 
 	// A set removed from spec.records is deleted (it still holds what the
 	// zone wrote).
-	z = c.zone("example-com")
-	z.Spec.Records = z.Spec.Records[:1]
-	testkit.Must(t, k8s.Update(ctx, z))
+	c.editZone("example-com", func(z *v1.BindZone) { z.Spec.Records = z.Spec.Records[:1] })
 	c.waitAll("removed set", 10*time.Second, "txt.example.com", dns.TypeTXT)
 
 	// Delete: gone everywhere, catalog empty.
@@ -246,9 +252,7 @@ func TestWrongKeyIsReported(t *testing.T) {
 	// Fix the key: the zone converges.
 	s.Data[v1.TSIGSecretKey] = []byte(c.keys["upd"].Secret)
 	testkit.Must(t, k8s.Update(ctx, &s))
-	z = c.zone("keyed")
-	z.Annotations = map[string]string{v1.AnnotationResync: "fixed"}
-	testkit.Must(t, k8s.Update(ctx, z))
+	c.editZone("keyed", func(z *v1.BindZone) { z.Annotations = map[string]string{v1.AnnotationResync: "fixed"} })
 	c.waitZone("keyed", v1.ReasonServed, 20*time.Second)
 	c.waitAll("after the key fix", 5*time.Second, "www.keyed.test", dns.TypeA, "192.0.2.5")
 }
