@@ -155,6 +155,7 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 		return r.report(zone, status, err)
 	}
 	inSync := r.observeSerials(ctx, t, status)
+	r.observeDNSSEC(ctx, zone, t, status)
 	if raised, err := r.catchUpSerial(ctx, zone, t, status); err != nil {
 		return r.report(zone, status, err)
 	} else if raised {

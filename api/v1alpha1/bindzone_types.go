@@ -242,6 +242,24 @@ type BindZoneStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	ObservedResync string `json:"observedResync,omitempty"`
+
+	// dnssec is what the parent zone needs to trust the zone, when a
+	// BindDNSSECPolicy signs it.
+	// +optional
+	DNSSEC *ZoneDNSSECStatus `json:"dnssec,omitempty"`
+}
+
+// ZoneDNSSECStatus is what a parent zone needs to trust a signed zone.
+type ZoneDNSSECStatus struct {
+	// ds are the DS records to publish in the parent zone: one per
+	// key-signing key (KSK or CSK) the primary publishes, with a SHA-256
+	// digest, in presentation format ("<key tag> <algorithm> 2 <digest>").
+	// Empty while named is still generating the keys.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=256
+	DS []string `json:"ds,omitempty"`
 }
 
 // ManagedRecordSet is one record set a BindZone wrote.

@@ -64,6 +64,9 @@ type Options struct {
 	// runtime, but named.conf holds what they need from it (the
 	// secondaries' allow-update-forwarding for their update keys).
 	Zones []v1.BindZone
+	// DNSSECPolicies are rendered into the config (dnssec-policy
+	// statements the zones name).
+	DNSSECPolicies []v1.BindDNSSECPolicy
 	// ReadyInterval is the agents' readiness period; zero keeps the
 	// agent's default, whose lighter polling benchmarks want.
 	ReadyInterval time.Duration
@@ -167,16 +170,16 @@ func (c *Cluster) Input(n *Node) render.Input {
 	host, port := c.Transfer()
 	return render.Input{
 		Cluster: cc, PrimaryAddress: host, PrimaryPort: port, ControlKey: c.ControlKey,
-		Keys: c.opts.Keys, Catalogs: c.opts.Catalogs, Zones: c.opts.Zones, Paths: n.Paths,
+		Keys: c.opts.Keys, Catalogs: c.opts.Catalogs, Zones: c.opts.Zones, DNSSECPolicies: c.opts.DNSSECPolicies, Paths: n.Paths,
 	}
 }
 
-// Roll renders every pod's config again with zones (see Options.Zones) and
-// restarts the pods one by one with their data, as the operator's roll
-// does after a restart-scoped change.
-func (c *Cluster) Roll(zones []v1.BindZone) {
+// Roll renders every pod's config again with zones and the DNSSEC policies
+// they name (see Options.Zones) and restarts the pods one by one with their
+// data, as the operator's roll does after a restart-scoped change.
+func (c *Cluster) Roll(zones []v1.BindZone, policies ...v1.BindDNSSECPolicy) {
 	c.tb.Helper()
-	c.opts.Zones = zones
+	c.opts.Zones, c.opts.DNSSECPolicies = zones, policies
 	for _, n := range c.Nodes {
 		c.stop(n)
 		c.start(n)
