@@ -16,8 +16,15 @@ const (
 	MaxBatchBytes   = 16 << 20 // a batch
 	MaxBatchZones   = 5000
 	MaxSeedBytes    = 32 << 10
-	// MaxReplyBytes bounds what the client reads from an agent.
-	MaxReplyBytes = 32 << 20
+	// MaxResultErrorBytes bounds the error of one batch entry: named's
+	// reasons fit on a line; the agent cuts longer ones (BoundTo).
+	MaxResultErrorBytes = 256
+	// MaxReplyBytes bounds what the client reads from an agent. The
+	// largest reply is a full batch: MaxBatchZones results, each under
+	// 2 KiB once JSON-encoded with the longest view and zone names and an
+	// error of MaxResultErrorBytes made of characters JSON escapes
+	// (TestLargestBatchReplyFits).
+	MaxReplyBytes = 12 << 20
 )
 
 // Actions reported by ensure and delete.

@@ -215,15 +215,18 @@ const MaxMessageBytes = 1024
 // bidirectional-formatting characters. Everything that is not printable
 // becomes a space; the cut falls on a character boundary and is marked
 // "...". Condition messages that may quote a reply go through it.
-func Bound(s string) string {
+func Bound(s string) string { return BoundTo(s, MaxMessageBytes) }
+
+// BoundTo is Bound with a limit of n bytes (before the "..." mark).
+func BoundTo(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
 		if r != ' ' && !unicode.IsPrint(r) {
 			return ' '
 		}
 		return r
 	}, s)
-	if len(s) > MaxMessageBytes {
-		cut := MaxMessageBytes
+	if len(s) > n {
+		cut := n
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}

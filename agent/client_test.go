@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -98,4 +99,30 @@ func TestClientHostileReplies(t *testing.T) {
 	if _, err := c.EnsureZone(ctx, EnsureZoneRequest{Zone: "a.test", Seed: strings.Repeat("s", MaxRequestBytes)}); err == nil || strings.Contains(err.Error(), "ssss") {
 		t.Fatalf("oversized request: %v", err)
 	}
+}
+
+// TestLargestBatchReplyFits: a full batch reply with the longest names the
+// agent accepts and every error at its bound, made of the characters JSON
+// escapes most (six bytes each), is read whole by the client: the reply cap
+// is what the API needs, not more.
+func TestLargestBatchReplyFits(t *testing.T) {
+	label := strings.Repeat("a", 63)
+	zone := strings.Join([]string{label, label, label, strings.Repeat("b", 61)}, ".") // 253
+	view := strings.Repeat("v", 63)
+	res := EnsureZonesResponse{Results: make([]EnsureZoneResult, MaxBatchZones)}
+	for i := range res.Results {
+		res.Results[i] = EnsureZoneResult{View: view, Zone: zone, Action: ActionUnchanged, SeedWritten: true,
+			Error: BoundTo(strings.Repeat("<", 10*MaxResultErrorBytes), MaxResultErrorBytes)}
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > MaxReplyBytes {
+		t.Fatalf("the largest batch reply is %d bytes, over MaxReplyBytes (%d)", len(data), MaxReplyBytes)
+	}
+	if len(data) < MaxReplyBytes/2 {
+		t.Fatalf("the largest batch reply is %d bytes, under half of MaxReplyBytes (%d): lower the cap", len(data), MaxReplyBytes)
+	}
+	t.Logf("largest batch reply: %d bytes of %d allowed", len(data), MaxReplyBytes)
 }

@@ -201,7 +201,7 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 	var abort error
 	for i, op := range ops {
 		if abort != nil {
-			results[i] = agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone, Error: "not attempted: " + abort.Error()}
+			results[i] = agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone, Error: agent.BoundTo("not attempted: "+abort.Error(), agent.MaxResultErrorBytes)}
 			continue
 		}
 		p, ok := <-preps
@@ -217,7 +217,7 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 			res, err = a.apply(ctx, op, p.wrote)
 		}
 		if err != nil {
-			res.Error = err.Error()
+			res.Error = agent.BoundTo(err.Error(), agent.MaxResultErrorBytes)
 			a.metrics.zoneOps.WithLabelValues("error").Inc()
 			var ce *rndc.CommandError
 			if !errors.As(err, &ce) {
