@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/miekg/dns"
@@ -25,17 +24,12 @@ func (r *BindZoneReconciler) observeDNSSEC(ctx context.Context, zone *bindv1alph
 		status.DNSSEC = nil
 		return
 	}
-	apex := records.ZoneFQDN(t.zoneName)
-	vals, ttl, err := servedValues(ctx, t.srv.Addr, apex, dns.TypeDNSKEY)
+	rrs, err := servedRRs(ctx, t.srv.Addr, records.ZoneFQDN(t.zoneName), dns.TypeDNSKEY)
 	if err != nil {
 		return
 	}
 	ds := []string{}
-	for _, v := range vals {
-		rr, err := dns.NewRR(fmt.Sprintf("%s %d IN DNSKEY %s", apex, ttl, v))
-		if err != nil {
-			continue
-		}
+	for _, rr := range rrs {
 		key, ok := rr.(*dns.DNSKEY)
 		if !ok || key.Flags&dns.SEP == 0 {
 			continue

@@ -2,13 +2,11 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"git.unkin.net/unkin/bind-operator/dnsclient"
-	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // Serials never go back (docs/behaviours.md): a primary that comes back
@@ -38,47 +36,40 @@ func newestSerial(primary uint32, secondaries []uint32) (uint32, bool) {
 }
 
 // raiseSerial sets the SOA serial of zone on srv to past+1 with a signed
-// UPDATE and returns the serial it replaced. The secondaries'
-// IXFR from a serial the primary's journal does not hold falls back to a
-// full AXFR, so none applies the new primary's differences to old data.
+// UPDATE and returns the serial it replaced. The secondaries' IXFR from a
+// serial the primary's journal does not hold falls back to a full AXFR, so
+// none applies the new primary's differences to old data.
 func raiseSerial(ctx context.Context, srv ZoneServer, zone string, past uint32) (uint32, error) {
-	soa, err := servedSOA(ctx, srv.Addr, zone)
-	if err != nil {
-		return 0, err
-	}
-	old := soa.Serial
-	soa.Serial = past + 1
-	return old, setSOA(ctx, srv, zone, soa)
+	var old uint32
+	_, err := editSOA(ctx, srv, zone, func(soa *dns.SOA) bool {
+		old, soa.Serial = soa.Serial, past+1
+		return true
+	})
+	return old, err
 }
 
-// servedSOA is the SOA record addr serves for zone.
-func servedSOA(ctx context.Context, addr, zone string) (*dns.SOA, error) {
-	apex := records.ZoneFQDN(zone)
-	vals, ttl, err := servedValues(ctx, addr, apex, dns.TypeSOA)
+// editSOA reads the SOA srv serves for zone (dnsclient.Client.SOA,
+// unsigned: reading needs no key), lets edit change it, and when edit
+// reports a change writes it back with an UPDATE signed with srv's key
+// (dnsclient.Client.SetSOA: named takes it when its serial is newer). It
+// returns the SOA as written, nil when edit changed nothing.
+func editSOA(ctx context.Context, srv ZoneServer, zone string, edit func(*dns.SOA) bool) (*dns.SOA, error) {
+	reader, err := dnsclient.New(srv.Addr, nil, dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	if len(vals) != 1 {
-		return nil, fmt.Errorf("%s serves %d SOA records for %s", addr, len(vals), zone)
-	}
-	rr, err := dns.NewRR(fmt.Sprintf("%s %d IN SOA %s", apex, ttl, vals[0]))
+	soa, err := reader.SOA(ctx, zone)
+	_ = reader.Close()
 	if err != nil {
-		return nil, fmt.Errorf("the SOA %s serves for %s does not parse: %w", addr, zone, err)
+		return nil, err
 	}
-	soa, ok := rr.(*dns.SOA)
-	if !ok {
-		return nil, fmt.Errorf("the SOA %s serves for %s does not parse", addr, zone)
+	if !edit(soa) {
+		return nil, nil
 	}
-	return soa, nil
-}
-
-// setSOA replaces the zone's SOA on srv (signed UPDATE): named takes it
-// when its serial is newer.
-func setSOA(ctx context.Context, srv ZoneServer, zone string, soa *dns.SOA) error {
-	c, err := dnsclient.New(srv.Addr, &srv.Key, dnsclient.Options{Timeout: 5 * time.Second})
+	writer, err := dnsclient.New(srv.Addr, &srv.Key, dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer c.Close()
-	return c.SetSOA(ctx, zone, soa)
+	defer writer.Close()
+	return soa, writer.SetSOA(ctx, zone, soa)
 }
