@@ -130,15 +130,15 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 	}
 	var secs []uint32
 	var behind []PodEndpoint
-	for _, p := range pods {
-		if p.Primary {
+	secondaries := slices.DeleteFunc(slices.Clone(pods), func(p PodEndpoint) bool { return p.Primary })
+	for i, st := range servedSerials(ctx, secondaries, zone) {
+		if st.Serial == nil {
 			continue
 		}
-		if s, err := soaSerial(ctx, p.DNSAddr, zone); err == nil {
-			secs = append(secs, s)
-			if serialNewer(primary, s) {
-				behind = append(behind, p)
-			}
+		s := uint32(*st.Serial) //nolint:gosec // serials are uint32 on the wire
+		secs = append(secs, s)
+		if serialNewer(primary, s) {
+			behind = append(behind, secondaries[i])
 		}
 	}
 	past, ahead := newestSerial(primary, secs)

@@ -46,28 +46,20 @@ func (r *BindZoneReconciler) observeSecondary(ctx context.Context, zone *bindv1a
 	name := records.CanonicalZone(string(zone.Spec.ZoneName))
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var secs []bindv1alpha1.SecondaryZoneStatus
+	secs := servedSerials(qctx, pods, name)
 	var missing []string
 	var newest *uint32
-	for _, p := range pods {
-		st := bindv1alpha1.SecondaryZoneStatus{Pod: p.Pod}
-		if serial, err := soaSerial(qctx, p.DNSAddr, name); err == nil {
-			st.Serial = ptr.To(int64(serial))
-			if newest == nil || serialNewer(serial, *newest) {
-				newest = ptr.To(serial)
-			}
-		} else {
-			missing = append(missing, p.Pod)
+	for _, st := range secs {
+		if st.Serial == nil {
+			missing = append(missing, st.Pod)
+		} else if serial := uint32(*st.Serial); newest == nil || serialNewer(serial, *newest) { //nolint:gosec // serials are uint32 on the wire
+			newest = ptr.To(serial)
 		}
-		secs = append(secs, st)
 	}
 	for i := range secs {
-		secs[i].InSync = secs[i].Serial != nil && uint32(*secs[i].Serial) == *newest //nolint:gosec // serials are uint32 on the wire
+		secs[i].InSync = secs[i].Serial != nil && uint32(*secs[i].Serial) == *newest //nolint:gosec // as above
 	}
-	if len(secs) > 16 {
-		secs = secs[:16]
-	}
-	status.Secondaries = secs
+	status.Secondaries = capSecondaries(secs)
 	status.Serial = nil
 	if newest != nil {
 		status.Serial = ptr.To(int64(*newest))

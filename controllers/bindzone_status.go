@@ -45,22 +45,38 @@ func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, 
 		return false
 	}
 	status.Serial = ptr.To(int64(primary))
+	secs := servedSerials(qctx, t.secondaries(), t.zoneName)
 	all := true
-	var secs []bindv1alpha1.SecondaryZoneStatus
-	for _, s := range t.secondaries() {
-		st := bindv1alpha1.SecondaryZoneStatus{Pod: s.Pod}
-		if serial, err := soaSerial(qctx, s.DNSAddr, t.zoneName); err == nil {
-			st.Serial = ptr.To(int64(serial))
-			st.InSync = serial == primary
-		}
-		all = all && st.InSync
-		secs = append(secs, st)
+	for i := range secs {
+		secs[i].InSync = secs[i].Serial != nil && *secs[i].Serial == int64(primary)
+		all = all && secs[i].InSync
 	}
-	if len(secs) > 16 {
-		secs = secs[:16]
-	}
-	status.Secondaries = secs
+	status.Secondaries = capSecondaries(secs)
 	return all
+}
+
+// servedSerials asks each pod for the zone's serial and returns, per pod,
+// the serial it serves: nil when it does not answer for the zone. InSync
+// is the caller's to set. ctx bounds all the queries.
+func servedSerials(ctx context.Context, pods []PodEndpoint, zone string) []bindv1alpha1.SecondaryZoneStatus {
+	out := make([]bindv1alpha1.SecondaryZoneStatus, 0, len(pods))
+	for _, p := range pods {
+		st := bindv1alpha1.SecondaryZoneStatus{Pod: p.Pod}
+		if serial, err := soaSerial(ctx, p.DNSAddr, zone); err == nil {
+			st.Serial = ptr.To(int64(serial))
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// capSecondaries keeps the first 16 pods, the CRD's bound on
+// status.secondaries.
+func capSecondaries(secs []bindv1alpha1.SecondaryZoneStatus) []bindv1alpha1.SecondaryZoneStatus {
+	if len(secs) > 16 {
+		return secs[:16]
+	}
+	return secs
 }
 
 // soaSerial asks one named for a zone's serial (unsigned, TCP).

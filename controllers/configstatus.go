@@ -286,9 +286,9 @@ func (r *ConfigStatusReconciler) checkPolicyLoaded(ctx context.Context, p *bindv
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var missing []string
-	for _, pod := range pods {
-		if _, err := soaSerial(qctx, pod.DNSAddr, zone); err != nil {
-			missing = append(missing, pod.Pod)
+	for _, st := range servedSerials(qctx, pods, zone) {
+		if st.Serial == nil {
+			missing = append(missing, st.Pod)
 		}
 	}
 	if len(pods) == 0 || len(missing) > 0 {
