@@ -49,13 +49,14 @@ func ValidateImages(old, s *v1alpha1.BindClusterSpec, allowed []string, fldPath 
 	if len(allowed) == 0 || (len(allowed) == 1 && allowed[0] == AllowAnyImage) {
 		return nil
 	}
+	var was v1alpha1.BindClusterSpec
+	if old != nil {
+		was = *old
+	}
 	var errs field.ErrorList
-	for _, img := range []struct {
-		name     string
-		cur, was string
-	}{
-		{"image", s.Image, oldImage(old, func(o *v1alpha1.BindClusterSpec) string { return o.Image })},
-		{"agentImage", s.AgentImage, oldImage(old, func(o *v1alpha1.BindClusterSpec) string { return o.AgentImage })},
+	for _, img := range []struct{ name, cur, was string }{
+		{"image", s.Image, was.Image},
+		{"agentImage", s.AgentImage, was.AgentImage},
 	} {
 		if img.cur == "" || img.cur == img.was || imageAllowed(img.cur, allowed) {
 			continue
@@ -65,13 +66,6 @@ func ValidateImages(old, s *v1alpha1.BindClusterSpec, allowed []string, fldPath 
 			img.cur, strings.Join(quoteAll(allowed), ", "))))
 	}
 	return errs
-}
-
-func oldImage(old *v1alpha1.BindClusterSpec, get func(*v1alpha1.BindClusterSpec) string) string {
-	if old == nil {
-		return ""
-	}
-	return get(old)
 }
 
 func imageAllowed(img string, allowed []string) bool {
