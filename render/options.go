@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/namedconf"
 )
 
 // orDefault is *p, or the API's default d when the object skipped
@@ -164,10 +165,11 @@ func forwardPolicy(p, def bindv1alpha1.ForwardPolicy) string {
 }
 
 // extraOptionsSet reports whether spec.extraOptions holds a statement
-// with this keyword, where it replaces the operator's default.
+// with this keyword (its first token, read by the project's one named.conf
+// lexer), where it replaces the operator's default.
 func extraOptionsSet(opts []string, keyword string) bool {
 	for _, o := range opts {
-		if f := strings.Fields(o); len(f) > 0 && f[0] == keyword {
+		if toks, err := namedconf.Lex(o); err == nil && len(toks) > 0 && toks[0].Text == keyword {
 			return true
 		}
 	}
