@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -81,15 +82,13 @@ func TestCertManagerDNS01ThroughQueryService(t *testing.T) {
 // when want is empty).
 func waitTXT(ctx context.Context, t *testing.T, server, name, want, who string) {
 	t.Helper()
+	defer logSlow(t, time.Now(), "%s (%s) answered %s TXT %q", who, server, name, want)
+	var wantSet []string
+	if want != "" {
+		wantSet = []string{want}
+	}
 	NewWithT(t).Eventually(func() ([]string, error) {
-		addr, err := guardAddr(server)
-		if err != nil {
-			return nil, err
-		}
-		m := new(dns.Msg)
-		m.SetQuestion(dns.Fqdn(name), dns.TypeTXT)
-		m.RecursionDesired = false
-		in, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr)
+		in, err := localcluster.Dig(server, name, dns.TypeTXT)
 		if err != nil {
 			return nil, err
 		}
@@ -100,12 +99,5 @@ func waitTXT(ctx context.Context, t *testing.T, server, name, want, who string) 
 			}
 		}
 		return got, nil
-	}).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(20*time.Millisecond).Should(Equal(nonEmpty(want)), "%s (%s) to serve %s TXT %q", who, server, name, want)
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
+	}).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(20*time.Millisecond).Should(Equal(wantSet), "%s (%s) to serve %s TXT %q", who, server, name, want)
 }
