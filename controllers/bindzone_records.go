@@ -74,13 +74,16 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 		desired = append(desired, cs)
 	}
 
-	served, err := r.served(ctx, t)
-	if err != nil {
-		return err
-	}
 	prev := map[setKey]string{}
 	for _, m := range status.ManagedRecords {
 		prev[setKey{m.Name, m.Type}] = m.Digest
+	}
+	served, err := r.served(ctx, t, func(k setKey) bool {
+		_, wrote := prev[k]
+		return seen[k] || wrote
+	})
+	if err != nil {
+		return err
 	}
 
 	var changes []dnsclient.Change
@@ -171,10 +174,18 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 	return nil
 }
 
-// served transfers the zone from the primary and groups it by set, values
-// canonical and sorted. The transfer is untrusted input: records outside
-// the zone or that do not canonicalise are skipped.
-func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget) (map[setKey]servedSet, error) {
+// driftCheckDeadline bounds one drift check's zone transfer as a whole
+// (the client's timeout is per message): a primary that trickles a huge
+// zone cannot hold a reconcile worker longer than this.
+const driftCheckDeadline = 2 * time.Minute
+
+// served transfers the zone from the primary and returns the sets keep
+// asks for, grouped, values canonical and sorted. Only those are held: the
+// transfer streams, so checking a BindZone's few declared sets costs no
+// memory for the rest of the zone (names external-dns or DNSRecords
+// manage). The transfer is untrusted input: records outside the zone or
+// that do not canonicalise are skipped.
+func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget, keep func(setKey) bool) (map[setKey]servedSet, error) {
 	key := t.xfrKey
 	if key == nil {
 		k := t.srv.Key
@@ -185,34 +196,39 @@ func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget) (map[set
 		return nil, err
 	}
 	defer c.Close()
-	rrs, err := c.AXFR(ctx, t.zoneName)
+	ctx, cancel := context.WithTimeout(ctx, driftCheckDeadline)
+	defer cancel()
+	out := map[setKey]servedSet{}
+	_, err = c.AXFREach(ctx, t.zoneName, func(rr dns.RR) error {
+		h := rr.Header()
+		typ := dns.TypeToString[h.Rrtype]
+		if h.Rrtype == dns.TypeSOA || !records.IsSupported(typ) {
+			return nil
+		}
+		name, err := records.RelativeName(t.zoneName, dns.Fqdn(h.Name))
+		if err != nil {
+			return nil
+		}
+		k := setKey{name, typ}
+		if !keep(k) {
+			return nil
+		}
+		v, err := records.CanonicalValue(t.zoneName, name, typ, records.Rdata(rr))
+		if err != nil {
+			v = records.Rdata(rr)
+		}
+		s := out[k]
+		s.ttl = h.Ttl
+		s.values = append(s.values, v)
+		out[k] = s
+		return nil
+	})
 	if err != nil {
 		var rc *dnsclient.RcodeError
 		if errors.As(err, &rc) {
 			return nil, &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone transfer with %s: %v", rc.RcodeName(), err)), 30 * time.Second}
 		}
 		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("cannot transfer the zone from the primary: %v", err)), 10 * time.Second}
-	}
-	out := map[setKey]servedSet{}
-	for _, rr := range rrs {
-		h := rr.Header()
-		typ := dns.TypeToString[h.Rrtype]
-		if h.Rrtype == dns.TypeSOA || !records.IsSupported(typ) {
-			continue
-		}
-		name, err := records.RelativeName(t.zoneName, dns.Fqdn(h.Name))
-		if err != nil {
-			continue
-		}
-		v, err := records.CanonicalValue(t.zoneName, name, typ, records.Rdata(rr))
-		if err != nil {
-			v = records.Rdata(rr)
-		}
-		k := setKey{name, typ}
-		s := out[k]
-		s.ttl = h.Ttl
-		s.values = append(s.values, v)
-		out[k] = s
 	}
 	for k, s := range out {
 		slices.Sort(s.values)

@@ -216,6 +216,23 @@ func TestBatchTransferSerial(t *testing.T) {
 	if soa, ok := rrs[0].(*dns.SOA); !ok || soa.Serial != after {
 		t.Fatalf("AXFR SOA %v, serial want %d", rrs[0], after)
 	}
+	// AXFREach streams the same records and the serial; an error from the
+	// callback stops the transfer and comes back unchanged.
+	streamed := 0
+	serial, err := c.AXFREach(ctx, zone, func(rr dns.RR) error {
+		if rr.String() != rrs[streamed].String() {
+			return fmt.Errorf("record %d: %v, AXFR had %v", streamed, rr, rrs[streamed])
+		}
+		streamed++
+		return nil
+	})
+	if err != nil || serial != after || streamed != len(rrs) {
+		t.Fatalf("AXFREach: %d records at serial %d (%v), want %d at %d", streamed, serial, err, len(rrs), after)
+	}
+	errStop := errors.New("enough")
+	if _, err := c.AXFREach(ctx, zone, func(dns.RR) error { return errStop }); !errors.Is(err, errStop) {
+		t.Fatalf("AXFREach with a failing callback: %v, want %v", err, errStop)
+	}
 	// IXFR from the first serial returns a difference sequence.
 	ix, err := c.IXFR(ctx, zone, before)
 	if err != nil {

@@ -129,28 +129,59 @@ func soaFromReply(zone string, r *dns.Msg) (*dns.SOA, error) {
 	return nil, fmt.Errorf("dnsclient: SOA of %s: not in the answer", zone)
 }
 
-// checkTransfer validates an AXFR's records: they must start and end with
-// the zone's SOA (same serial), and every owner must lie inside the zone.
-// It returns the records without the closing SOA.
+// axfrFrame checks an AXFR as it streams: it must start and end with the
+// zone's SOA (same serial), and every owner must lie inside the zone.
+type axfrFrame struct {
+	zone  string
+	first *dns.SOA
+	n     int
+}
+
+// next checks one record.
+func (f *axfrFrame) next(rr dns.RR) error {
+	if rr == nil || rr.Header() == nil {
+		return fmt.Errorf("dnsclient: AXFR of %s: empty record", f.zone)
+	}
+	if f.n++; f.n == 1 {
+		soa, ok := rr.(*dns.SOA)
+		if !ok || !strings.EqualFold(soa.Hdr.Name, f.zone) {
+			return fmt.Errorf("dnsclient: AXFR of %s: does not start with the zone's SOA", f.zone)
+		}
+		f.first = soa
+	}
+	if !dns.IsSubDomain(f.zone, rr.Header().Name) {
+		return fmt.Errorf("dnsclient: AXFR of %s: record %q outside the zone", f.zone, rr.Header().Name)
+	}
+	return nil
+}
+
+// end checks the last record (the closing SOA) and returns the serial.
+func (f *axfrFrame) end(last dns.RR) (uint32, error) {
+	if f.n < 2 {
+		return 0, fmt.Errorf("dnsclient: AXFR of %s: %d records, want at least the two SOAs", f.zone, f.n)
+	}
+	soa, ok := last.(*dns.SOA)
+	if !ok || soa.Serial != f.first.Serial {
+		return 0, fmt.Errorf("dnsclient: AXFR of %s: not closed by the opening SOA (serial %d)", f.zone, f.first.Serial)
+	}
+	return f.first.Serial, nil
+}
+
+// checkTransfer validates a whole AXFR (see axfrFrame) and returns the
+// records without the closing SOA.
 func checkTransfer(zone string, rrs []dns.RR) ([]dns.RR, error) {
-	if len(rrs) < 2 {
-		return nil, fmt.Errorf("dnsclient: AXFR of %s: %d records, want at least the two SOAs", zone, len(rrs))
-	}
-	first, ok1 := rrs[0].(*dns.SOA)
-	last, ok2 := rrs[len(rrs)-1].(*dns.SOA)
-	if !ok1 || !ok2 || first == nil || last == nil {
-		return nil, fmt.Errorf("dnsclient: AXFR of %s: not framed by SOA records", zone)
-	}
-	if !strings.EqualFold(first.Hdr.Name, zone) || first.Serial != last.Serial {
-		return nil, fmt.Errorf("dnsclient: AXFR of %s: SOA owner %q or serials %d/%d do not match", zone, first.Hdr.Name, first.Serial, last.Serial)
-	}
+	f := axfrFrame{zone: dns.Fqdn(strings.ToLower(zone))}
 	for _, rr := range rrs {
-		if rr == nil || rr.Header() == nil {
-			return nil, fmt.Errorf("dnsclient: AXFR of %s: empty record", zone)
+		if err := f.next(rr); err != nil {
+			return nil, err
 		}
-		if !dns.IsSubDomain(zone, rr.Header().Name) {
-			return nil, fmt.Errorf("dnsclient: AXFR of %s: record %q outside the zone", zone, rr.Header().Name)
-		}
+	}
+	var last dns.RR
+	if len(rrs) > 0 {
+		last = rrs[len(rrs)-1]
+	}
+	if _, err := f.end(last); err != nil {
+		return nil, err
 	}
 	return rrs[:len(rrs)-1], nil
 }

@@ -2,6 +2,7 @@ package dnsclient
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -120,5 +121,39 @@ func TestCheckReply(t *testing.T) {
 	}
 	if _, err := checkTransfer(zone, nil); err == nil {
 		t.Fatal("empty transfer accepted")
+	}
+}
+
+// A refused transfer is an *RcodeError like a refused query or UPDATE: an
+// unknown key is NOTAUTH in a reply that cannot verify, a key the zone does
+// not allow is REFUSED in a signed reply.
+func TestTransferRefusalsAreRcodeErrors(t *testing.T) {
+	s, k := server(t, false)
+	for _, tc := range []struct {
+		desc     string
+		key      bindtest.Key
+		rcode    string
+		verified bool
+	}{
+		{"unknown key", bindtest.NewKey("stranger", k.Algorithm), "NOTAUTH", false},
+		{"key without transfer rights", bindtest.NewKey("other", k.Algorithm), "REFUSED", true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			srv := s
+			if tc.verified {
+				// A second named that knows the key but allows transfers to
+				// another one.
+				srv = bindtest.Start(t, bindtest.Options{
+					Keys:   []bindtest.Key{tc.key, k},
+					Files:  map[string]string{"dyn.test.db": bindtest.SeedZone(zone, 1)},
+					Config: `zone "dyn.test" { type primary; file "dyn.test.db"; allow-transfer { key "update-key"; }; };`,
+				})
+			}
+			_, err := client(t, srv, tc.key).AXFR(ctxT(t), zone)
+			var rc *RcodeError
+			if !errors.As(err, &rc) || rc.RcodeName() != tc.rcode || rc.Verified != tc.verified || rc.Op != "transfer" {
+				t.Fatalf("AXFR: %#v (%v), want a transfer %s, verified=%v", rc, err, tc.rcode, tc.verified)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package dnsclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -46,16 +47,51 @@ func (c *Client) SOA(ctx context.Context, zone string) (*dns.SOA, error) {
 
 // AXFR transfers the whole zone. The records come back in the server's
 // order, starting with the SOA; the closing SOA is dropped. Every message
-// of a signed transfer is verified.
+// of a signed transfer is verified. The whole zone is held in memory: a
+// caller that only needs part of it uses AXFREach.
 func (c *Client) AXFR(ctx context.Context, zone string) ([]dns.RR, error) {
-	zone = dns.Fqdn(strings.ToLower(zone))
-	m := new(dns.Msg)
-	m.SetAxfr(zone)
-	rrs, err := c.transfer(ctx, zone, m)
+	var rrs []dns.RR
+	_, err := c.AXFREach(ctx, zone, func(rr dns.RR) error {
+		rrs = append(rrs, rr)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return checkTransfer(zone, rrs)
+	return rrs, nil
+}
+
+// AXFREach transfers the zone and hands each record to fn as it arrives,
+// starting with the SOA and without the closing one, so a caller that keeps
+// only the records it is interested in holds only those: a drift check of a
+// few declared sets in a zone of a million names stays small. The transfer
+// is checked as it streams (framed by the zone's SOA at one serial, every
+// owner inside the zone) and fn's records are only final once AXFREach
+// returns nil: a transfer that breaks off late is an error like any other.
+// An error from fn stops the transfer and is returned. It returns the
+// zone's serial.
+func (c *Client) AXFREach(ctx context.Context, zone string, fn func(dns.RR) error) (uint32, error) {
+	zone = dns.Fqdn(strings.ToLower(zone))
+	m := new(dns.Msg)
+	m.SetAxfr(zone)
+	f := axfrFrame{zone: zone}
+	var pending dns.RR // held back one record: the last one is the closing SOA
+	err := c.transfer(ctx, zone, m, func(rr dns.RR) error {
+		if err := f.next(rr); err != nil {
+			return err
+		}
+		if pending != nil {
+			if err := fn(pending); err != nil {
+				return err
+			}
+		}
+		pending = rr
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return f.end(pending)
 }
 
 // IXFR asks for the changes since serial. The records are returned raw, as
@@ -67,7 +103,11 @@ func (c *Client) IXFR(ctx context.Context, zone string, serial uint32) ([]dns.RR
 	zone = dns.Fqdn(strings.ToLower(zone))
 	m := new(dns.Msg)
 	m.SetIxfr(zone, serial, "ns.invalid.", "hostmaster.invalid.")
-	rrs, err := c.transfer(ctx, zone, m)
+	var rrs []dns.RR
+	err := c.transfer(ctx, zone, m, func(rr dns.RR) error {
+		rrs = append(rrs, rr)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -82,17 +122,17 @@ func (c *Client) IXFR(ctx context.Context, zone string, serial uint32) ([]dns.RR
 
 // transfer runs a zone transfer on its own TCP connection (transfers are
 // multi-message and chain their TSIGs, so they never share the kept UPDATE
-// connection), bounded by ctx, the client timeout per message and
-// MaxTransferRecords.
-func (c *Client) transfer(ctx context.Context, zone string, m *dns.Msg) (_ []dns.RR, err error) {
+// connection) and hands each record to fn. It is bounded by ctx, the client
+// timeout per message and MaxTransferRecords.
+func (c *Client) transfer(ctx context.Context, zone string, m *dns.Msg, fn func(dns.RR) error) (err error) {
 	start := time.Now()
-	var rrs []dns.RR
-	defer func() { c.logExchange(ctx, "dns transfer", zone, len(rrs), start, err) }()
+	n := 0
+	defer func() { c.logExchange(ctx, "dns transfer", zone, n, start, err) }()
 	c.sign(m)
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", c.server)
 	if err != nil {
-		return nil, fmt.Errorf("dnsclient: dial %s: %w", c.server, err)
+		return fmt.Errorf("dnsclient: dial %s: %w", c.server, err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -108,7 +148,7 @@ func (c *Client) transfer(ctx context.Context, zone string, m *dns.Msg) (_ []dns
 	}
 	env, err := t.In(m, c.server)
 	if err != nil {
-		return nil, fmt.Errorf("dnsclient: transfer of %s: %w", zone, err)
+		return fmt.Errorf("dnsclient: transfer of %s: %w", zone, err)
 	}
 	// Always drain: miekg/dns' reader goroutine blocks on the channel until
 	// it has reported the end or an error; closing the connection makes it
@@ -121,14 +161,43 @@ func (c *Client) transfer(ctx context.Context, zone string, m *dns.Msg) (_ []dns
 	for e := range env {
 		if e.Error != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("dnsclient: transfer of %s: %w", zone, ctx.Err())
+				return fmt.Errorf("dnsclient: transfer of %s: %w", zone, ctx.Err())
 			}
-			return nil, fmt.Errorf("dnsclient: transfer of %s: %w", zone, e.Error)
+			return transferError(zone, e.Error, c.key != nil)
 		}
-		if len(rrs)+len(e.RR) > c.opts.MaxTransferRecords {
-			return nil, fmt.Errorf("dnsclient: transfer of %s: more than %d records", zone, c.opts.MaxTransferRecords)
+		if n+len(e.RR) > c.opts.MaxTransferRecords {
+			return fmt.Errorf("dnsclient: transfer of %s: more than %d records", zone, c.opts.MaxTransferRecords)
 		}
-		rrs = append(rrs, e.RR...)
+		for _, rr := range e.RR {
+			n++
+			if err := fn(rr); err != nil {
+				return err
+			}
+		}
 	}
-	return rrs, nil
+	return nil
+}
+
+// transferError makes the refusals miekg/dns reports as plain errors an
+// *RcodeError, so callers tell a refused key or policy from a broken
+// network the same way for transfers as for queries and UPDATEs:
+//   - "bad xfr rcode: N": the server answered the request with rcode N in a
+//     reply that verified (when the client signs);
+//   - dns.ErrAuth: the reply did not verify, which is how a server answers a
+//     request it could not verify (RFC 8945 §5.2: NOTAUTH with BADKEY,
+//     BADSIG or BADTIME, unsigned). Reported as NOTAUTH, not verified.
+func transferError(zone string, err error, signed bool) error {
+	var rcode int
+	switch {
+	case errors.Is(err, dns.ErrAuth):
+		return &RcodeError{Op: "transfer", Zone: zone, Rcode: dns.RcodeNotAuth}
+	case scanXfrRcode(err.Error(), &rcode):
+		return &RcodeError{Op: "transfer", Zone: zone, Rcode: rcode, Verified: signed}
+	}
+	return fmt.Errorf("dnsclient: transfer of %s: %w", zone, err)
+}
+
+func scanXfrRcode(msg string, rcode *int) bool {
+	n, err := fmt.Sscanf(msg, "dns: bad xfr rcode: %d", rcode)
+	return err == nil && n == 1
 }
