@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,6 +75,14 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.StringVar(&o.cluster.AgentImage, "agent-image", controllers.DefaultAgentImage, "agent sidecar image (this operator's image) for clusters that set none")
 	fs.StringVar(&o.allowedImages, "allowed-images", "", "comma-separated prefixes a BindCluster's spec.image and spec.agentImage must start with, since its pods mount the cluster's keys; \"*\" allows any image. Empty: the repositories of --bind-image and --agent-image, at any tag or digest")
 	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
+	fs.Func("metrics-namespace-selector", "label selector of the namespaces whose pods (Prometheus) each cluster's NetworkPolicy admits to the agents' metrics port; \"\" admits every namespace. Default: bind.unkin.net/metrics=allowed", func(v string) error {
+		sel, err := metav1.ParseToLabelSelector(v)
+		if err != nil {
+			return fmt.Errorf("not a label selector such as kubernetes.io/metadata.name=monitoring: %w", err)
+		}
+		o.cluster.MetricsNamespaces = sel
+		return nil
+	})
 	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2 on the webhook and metrics servers; off by default because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8)")

@@ -4,6 +4,9 @@ import (
 	"crypto/tls"
 	"slices"
 	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestHTTP2OffByDefault: the webhook and metrics servers speak HTTP/1.1
@@ -22,4 +25,30 @@ func TestHTTP2OffByDefault(t *testing.T) {
 	if slices.Contains(c.NextProtos, "h2") || !slices.Equal(c.NextProtos, []string{"http/1.1"}) {
 		t.Fatalf("NextProtos = %v, want [http/1.1]", c.NextProtos)
 	}
+}
+
+// TestMetricsNamespaceSelectorFlag: unset keeps the default (nil, so
+// controllers.DefaultMetricsNamespaces applies), "" admits every
+// namespace, a selector is parsed, and a malformed one is a start-up error.
+func TestMetricsNamespaceSelectorFlag(t *testing.T) {
+	g := NewWithT(t)
+	parse := func(args ...string) (*managerOptions, error) {
+		o, _, err := parseManagerFlags(args)
+		return o, err
+	}
+	o, err := parse()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.cluster.MetricsNamespaces).To(BeNil())
+	o, err = parse("--metrics-namespace-selector=")
+	g.Expect(err).NotTo(HaveOccurred())
+	everything, err := metav1.LabelSelectorAsSelector(o.cluster.MetricsNamespaces)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(everything.Empty()).To(BeTrue(), "%v selects every namespace", o.cluster.MetricsNamespaces)
+	o, err = parse("--metrics-namespace-selector=kubernetes.io/metadata.name in (monitoring,observability)")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.cluster.MetricsNamespaces.MatchExpressions).To(ConsistOf(metav1.LabelSelectorRequirement{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"monitoring", "observability"},
+	}))
+	_, err = parse("--metrics-namespace-selector=a b c")
+	g.Expect(err).To(MatchError(ContainSubstring("not a label selector")))
 }

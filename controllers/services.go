@@ -105,8 +105,11 @@ func buildPDB(c *bindv1alpha1.BindCluster) *policyv1.PodDisruptionBudget {
 	}
 }
 
-// buildNetworkPolicy admits DNS from anywhere, metrics from anywhere, and the
-// agent's API only from the operator's pods.
+// buildNetworkPolicy admits DNS from anywhere, the metrics port from the
+// pods of the monitoring namespaces (opts.MetricsNamespaces), and the
+// agent's API only from the operator's pods. The kubelet's probes on the
+// metrics port come from the node, which network policy implementations
+// admit.
 func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *networkingv1.NetworkPolicy {
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
 	agentPort, metricsPort := c.Spec.Ports.Agent, c.Spec.Ports.Metrics
@@ -127,6 +130,11 @@ func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *netwo
 			corev1.LabelMetadataName: opts.OperatorNamespace,
 		}}
 	}
+	scrapers := opts.MetricsNamespaces
+	if scrapers == nil {
+		scrapers = &DefaultMetricsNamespaces
+	}
+	metricsPeer := networkingv1.NetworkPolicyPeer{NamespaceSelector: scrapers.DeepCopy()}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: objectLabels(c)},
 		Spec: networkingv1.NetworkPolicySpec{
@@ -134,7 +142,7 @@ func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *netwo
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}}},
-				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &metrics}}},
+				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &metrics}}, From: []networkingv1.NetworkPolicyPeer{metricsPeer}},
 				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &agent}}, From: []networkingv1.NetworkPolicyPeer{operatorPeer}},
 			},
 		},

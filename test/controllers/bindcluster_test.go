@@ -90,6 +90,20 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 	var np networkingv1.NetworkPolicy
 	testkit.Must(t, k8sClient.Get(ctx, f.key("dns"), &np))
 	owned = append(owned, &pdb, &np)
+	// Metrics only from the monitoring namespaces, the agent's API only from
+	// the operator's pods, DNS from anywhere.
+	peers := map[int32][]networkingv1.NetworkPolicyPeer{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			peers[p.Port.IntVal] = rule.From
+		}
+	}
+	f.g.Expect(peers).To(HaveKeyWithValue(int32(v1.DefaultMetricsPort), []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &controllers.DefaultMetricsNamespaces}}))
+	f.g.Expect(peers).To(HaveKeyWithValue(int32(v1.DefaultAgentPort), []networkingv1.NetworkPolicyPeer{{
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "bind-operator"}},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "bind-operator-system"}},
+	}}))
+	f.g.Expect(peers).To(HaveKeyWithValue(int32(53), BeEmpty()))
 	for _, o := range owned {
 		if !metav1.IsControlledBy(o, cluster) {
 			t.Errorf("%T %s is not controlled by the BindCluster", o, o.GetName())
