@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +29,27 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})
 	}
 	allInNamespace := handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &bindv1alpha1.BindZone{}, indexZoneForwardsTo, func(o client.Object) []string {
+		var names []string
+		for _, f := range o.(*bindv1alpha1.BindZone).Spec.Forwarders {
+			if f.ClusterRef != nil {
+				names = append(names, f.ClusterRef.Name)
+			}
+		}
+		return names
+	}); err != nil {
+		return err
+	}
+	// A cluster whose forwarders name another follows that one's query
+	// Service address and the DS records of the zones it serves.
+	forwarders := func(ref func(client.Object) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			if name := ref(o); name != "" {
+				return r.clustersForwardingTo(ctx, o.GetNamespace(), name)
+			}
+			return nil
+		})
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindCluster{}).
 		Owns(&corev1.ConfigMap{}).
@@ -35,6 +58,9 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&bindv1alpha1.BindZone{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name })).
+		Watches(&bindv1alpha1.BindZone{}, forwarders(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name })).
+		Watches(&bindv1alpha1.BindCluster{}, forwarders(client.Object.GetName)).
+		Watches(&corev1.Service{}, forwarders(func(o client.Object) string { return o.GetLabels()[bindv1alpha1.LabelCluster] })).
 		Watches(&bindv1alpha1.BindView{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindView).Spec.ClusterRef.Name })).
 		Watches(&bindv1alpha1.BindCatalogZone{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindCatalogZone).Spec.ClusterRef.Name })).
 		Watches(&bindv1alpha1.BindPolicy{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindPolicy).Spec.ClusterRef.Name })).
@@ -66,6 +92,49 @@ func (r *BindClusterReconciler) clustersInNamespace(ctx context.Context, o clien
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, c := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return reqs
+}
+
+// indexZoneForwardsTo indexes BindZones by the BindClusters their
+// forwarders name.
+const indexZoneForwardsTo = "spec.forwarders.clusterRef"
+
+// clustersForwardingTo lists the clusters of the namespace that forward to
+// target: through a zone, a view or their own recursion forwarders.
+func (r *BindClusterReconciler) clustersForwardingTo(ctx context.Context, namespace, target string) []reconcile.Request {
+	names := map[string]bool{}
+	var zones bindv1alpha1.BindZoneList
+	if err := r.Client.List(ctx, &zones, client.InNamespace(namespace), client.MatchingFields{indexZoneForwardsTo: target}); err != nil {
+		return nil
+	}
+	for _, z := range zones.Items {
+		names[z.Spec.ClusterRef.Name] = true
+	}
+	forwardsThere := func(fw []bindv1alpha1.Forwarder) bool {
+		return slices.ContainsFunc(fw, func(f bindv1alpha1.Forwarder) bool { return f.ClusterRef != nil && f.ClusterRef.Name == target })
+	}
+	var views bindv1alpha1.BindViewList
+	if err := r.Client.List(ctx, &views, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	for _, v := range views.Items {
+		if forwardsThere(v.Spec.Forwarders) {
+			names[v.Spec.ClusterRef.Name] = true
+		}
+	}
+	var clusters bindv1alpha1.BindClusterList
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	for _, c := range clusters.Items {
+		if c.Spec.Recursion != nil && forwardsThere(c.Spec.Recursion.Forwarders) {
+			names[c.Name] = true
+		}
+	}
+	reqs := make([]reconcile.Request, 0, len(names))
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: namespace, Name: n}})
 	}
 	return reqs
 }

@@ -3,9 +3,12 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -56,6 +59,12 @@ func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.Bin
 		}
 	}
 
+	forwardees, err := gatherForwardees(ctx, c, &in, zones.Items)
+	if err != nil {
+		return in, err
+	}
+	in.Forwardees = forwardees
+
 	// ACLs, DNSSEC policies and keys have no clusterRef: they are shared in
 	// the namespace and reach a cluster's config only when referenced.
 	var acls bindv1alpha1.BindACLList
@@ -92,6 +101,74 @@ func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.Bin
 		in.Keys[k.Name] = material
 	}
 	return in, nil
+}
+
+// forwardTargets are the BindClusters the cluster's forwarders name.
+func forwardTargets(in *render.Input) []string {
+	var names []string
+	add := func(fw []bindv1alpha1.Forwarder) {
+		for _, f := range fw {
+			if f.ClusterRef != nil && !slices.Contains(names, f.ClusterRef.Name) {
+				names = append(names, f.ClusterRef.Name)
+			}
+		}
+	}
+	if r := in.Cluster.Spec.Recursion; r != nil {
+		add(r.Forwarders)
+	}
+	for _, v := range in.Views {
+		add(v.Spec.Forwarders)
+	}
+	for _, z := range in.Zones {
+		add(z.Spec.Forwarders)
+	}
+	return names
+}
+
+// gatherForwardees resolves the BindClusters that forwarders name to their
+// query Service's ClusterIP, and lists the zones each serves with their DS
+// records (for a signed zone) so a validating resolver can trust them. A
+// cluster that does not exist, or whose query Service is not its own or
+// has no ClusterIP yet, is left out: render then says so, and the
+// BindCluster watches bring the config back once it is there.
+func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, namespaceZones []bindv1alpha1.BindZone) (map[string]render.Forwardee, error) {
+	names := forwardTargets(in)
+	if len(names) == 0 {
+		return nil, nil
+	}
+	out := map[string]render.Forwardee{}
+	for _, name := range names {
+		var target bindv1alpha1.BindCluster
+		if err := c.Get(ctx, client.ObjectKey{Namespace: in.Cluster.Namespace, Name: name}, &target); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		var svc corev1.Service
+		if err := c.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: querySvcName(&target)}, &svc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		if !metav1.IsControlledBy(&svc, &target) || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			continue
+		}
+		f := render.Forwardee{Address: svc.Spec.ClusterIP, Zones: map[string][]string{}}
+		for _, z := range namespaceZones {
+			if z.Spec.ClusterRef.Name != name || z.DeletionTimestamp != nil || (z.Spec.Type != "" && z.Spec.Type != bindv1alpha1.ZonePrimary) {
+				continue
+			}
+			var ds []string
+			if z.Spec.DNSSECPolicyRef != nil && z.Status.DNSSEC != nil {
+				ds = z.Status.DNSSEC.DS
+			}
+			f.Zones[strings.TrimSuffix(strings.ToLower(string(z.Spec.ZoneName)), ".")] = ds
+		}
+		out[name] = f
+	}
+	return out, nil
 }
 
 // keyMaterial reads a BindTSIGKey's Secret. A missing Secret is reported as

@@ -138,22 +138,6 @@ func (m *model) matchElement(what string, e bindv1alpha1.AddressMatchElement, ac
 	return s, nil
 }
 
-// forwarders renders forwarder addresses ("198.18.0.1 port 5353").
-func forwarders(what string, fw []bindv1alpha1.Forwarder) ([]string, error) {
-	out := make([]string, 0, len(fw))
-	for i, f := range fw {
-		a, err := checkIP(fmt.Sprintf("%s[%d] address", what, i), f.Address)
-		if err != nil {
-			return nil, err
-		}
-		if f.Port != nil && *f.Port != 53 {
-			a = fmt.Sprintf("%s port %d", a, *f.Port)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 func writeACLs(c *conf, m *model) {
 	for _, a := range m.acls {
 		c.open("acl %s {", c.q("BindACL name", a.name))

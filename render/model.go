@@ -37,7 +37,9 @@ type model struct {
 	forwardKeys    []string // BIND key names of Primary zones' update keys: the secondaries forward UPDATEs signed with them
 	transferKey    string   // BIND name of spec.transferKeyRef, "" without one
 	dnssecPolicies []*bindv1alpha1.BindDNSSECPolicy
-	policies       []*policyDef // all policies, sorted by (order, name)
+	policies       []*policyDef  // all policies, sorted by (order, name)
+	validateExcept []string      // forwarded zones not validated (forwardees.go)
+	trustAnchors   []trustAnchor // forwarded zones trusted by their DS
 }
 
 type aclDef struct {
@@ -126,6 +128,10 @@ func newModel(in Input) (*model, error) {
 		return nil, err
 	}
 	if err := m.loadPolicies(); err != nil {
+		return nil, err
+	}
+	var err error
+	if m.validateExcept, m.trustAnchors, err = m.forwardedTrust(); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -36,6 +36,7 @@ func renderNamedConf(m *model, r role) (string, error) {
 	}
 	c.blank()
 	writeOptions(c, m, r)
+	writeTrustAnchors(c, m, m.trustAnchors)
 	if len(m.views) == 0 {
 		writeScopeZones(c, m, m.global, r)
 	} else {

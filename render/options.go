@@ -137,7 +137,7 @@ func writeModeOptions(c *conf, m *model) {
 		c.line("allow-recursion { localnets; localhost; };")
 	}
 	if len(rec.Forwarders) > 0 {
-		fw, err := forwarders("BindCluster spec.recursion.forwarders", rec.Forwarders)
+		fw, err := m.forwarders("BindCluster spec.recursion.forwarders", rec.Forwarders)
 		c.fail(err)
 		c.list("forwarders", fw)
 		c.line("forward %s;", forwardPolicy(rec.ForwardPolicy, bindv1alpha1.ForwardFirst))
@@ -152,6 +152,7 @@ func writeModeOptions(c *conf, m *model) {
 	default:
 		c.fail(fmt.Errorf("BindCluster spec.recursion.dnssecValidation %q is not Auto, Yes or No", rec.DNSSECValidation))
 	}
+	writeValidateExcept(c, m, m.validateExcept)
 }
 
 func forwardPolicy(p, def bindv1alpha1.ForwardPolicy) string {

@@ -59,7 +59,10 @@ type Input struct {
 	Catalogs       []bindv1alpha1.BindCatalogZone
 	DNSSECPolicies []bindv1alpha1.BindDNSSECPolicy
 	Policies       []bindv1alpha1.BindPolicy // RPZ
-	Paths          Paths
+	// Forwardees are the BindClusters that forwarders name (clusterRef),
+	// by object name. A name missing here is a render error.
+	Forwardees map[string]Forwardee
+	Paths      Paths
 }
 
 // Result is the rendered configuration.

@@ -138,9 +138,30 @@ func scenarioResolver() Input {
 			fwd("consul", "consul", bindv1alpha1.ForwardFirst, "198.18.2.1", "198.18.2.2"),
 			fwd("reverse-10", "10.in-addr.arpa", bindv1alpha1.ForwardOnly, "198.19.0.10"),
 			stub,
+			// Forwarded to BindClusters: a signed zone (trust anchor), an
+			// unsigned one (validate-except), and one that cluster does not
+			// serve as a BindZone (validate-except).
+			toCluster("example-com", "example.com", "authoritative"),
+			toCluster("internal", "internal.example", "authoritative", "authoritative-2"),
+			toCluster("elsewhere", "elsewhere.example", "authoritative-2"),
+		},
+		Forwardees: map[string]Forwardee{
+			"authoritative": {Address: "198.19.0.53", Zones: map[string][]string{
+				"example.com":      {"2371 13 2 c988ec423e3880eb8dd8a46fe06ca230ee23f35b578d3e5fd0e6e5ab4f2e0a4b", "60485 13 2 2AB0B2E0F4DE1A41F5B8C22CA5AD9C6F5CC3E1D9E8F44D5E2F9A7B5C3D1E0F9A"},
+				"internal.example": nil,
+			}},
+			"authoritative-2": {Address: "198.19.0.54"},
 		},
 		Paths: DefaultPaths(),
 	}
+}
+
+func toCluster(obj, name string, clusters ...string) bindv1alpha1.BindZone {
+	z := bindv1alpha1.BindZone{ObjectMeta: meta(obj), Spec: bindv1alpha1.BindZoneSpec{ZoneName: bindv1alpha1.DomainName(name), Type: bindv1alpha1.ZoneForward}}
+	for _, c := range clusters {
+		z.Spec.Forwarders = append(z.Spec.Forwarders, bindv1alpha1.Forwarder{ClusterRef: ref(c)})
+	}
+	return z
 }
 
 // scenarioViews: split horizon, internal first, external second; a zone per

@@ -34,7 +34,7 @@ func writeView(c *conf, m *model, v *viewDef, r role) {
 		c.list("allow-recursion", els)
 	}
 	if len(s.Forwarders) > 0 {
-		fw, err := forwarders(what+" spec.forwarders", s.Forwarders)
+		fw, err := m.forwarders(what+" spec.forwarders", s.Forwarders)
 		c.fail(err)
 		c.list("forwarders", fw)
 	}

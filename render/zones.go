@@ -23,7 +23,7 @@ func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 		c.line("type forward;")
 		// A Forward zone defaults to only: the user asked for these servers.
 		c.line("forward %s;", forwardPolicy(z.Spec.ForwardPolicy, bindv1alpha1.ForwardOnly))
-		fw, err := forwarders(what+" spec.forwarders", z.Spec.Forwarders)
+		fw, err := m.forwarders(what+" spec.forwarders", z.Spec.Forwarders)
 		c.fail(err)
 		if len(fw) == 0 {
 			c.fail(fmt.Errorf("%s is a Forward zone without forwarders; add at least one", what))

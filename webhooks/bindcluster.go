@@ -125,6 +125,9 @@ func (w *BindClusterWebhook) validate(ctx context.Context, old, c *v1alpha1.Bind
 	spec := field.NewPath("spec")
 	var warns admission.Warnings
 	errs := ValidateBindClusterSpec(&c.Spec, spec)
+	if r := c.Spec.Recursion; r != nil {
+		errs = append(errs, ValidateForwarderTargets(r.Forwarders, c.Name, spec.Child("recursion", "forwarders"))...)
+	}
 	var oldSpec *v1alpha1.BindClusterSpec
 	if old != nil {
 		oldSpec = &old.Spec

@@ -78,5 +78,6 @@ func ValidateBindViewSpec(s *v1alpha1.BindViewSpec, fldPath *field.Path) field.E
 	errs = append(errs, ValidateAddressMatchList(s.MatchDestinations, fldPath.Child("matchDestinations"))...)
 	errs = append(errs, ValidateAddressMatchList(s.AllowRecursion, fldPath.Child("allowRecursion"))...)
 	errs = append(errs, ValidateServers(s.Forwarders, fldPath.Child("forwarders"))...)
+	errs = append(errs, ValidateForwarderTargets(s.Forwarders, s.ClusterRef.Name, fldPath.Child("forwarders"))...)
 	return errs
 }

@@ -96,6 +96,7 @@ func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.E
 	errs = append(errs, ValidateAddressMatchList(s.AllowTransfer, fldPath.Child("allowTransfer"))...)
 	errs = append(errs, ValidateAddressMatchList(s.AllowQuery, fldPath.Child("allowQuery"))...)
 	errs = append(errs, ValidateServers(s.Forwarders, fldPath.Child("forwarders"))...)
+	errs = append(errs, ValidateForwarderTargets(s.Forwarders, s.ClusterRef.Name, fldPath.Child("forwarders"))...)
 	errs = append(errs, ValidateServers(s.Primaries, fldPath.Child("primaries"))...)
 	return errs
 }
@@ -145,6 +146,11 @@ func (w *BindZoneWebhook) validateReferences(ctx context.Context, z *v1alpha1.Bi
 	f.addressListRefs(ctx, "spec.allowTransfer", z.Spec.AllowTransfer, warns)
 	f.addressListRefs(ctx, "spec.allowQuery", z.Spec.AllowQuery, warns)
 	f.remoteServerRefs(ctx, "spec.primaries", z.Spec.Primaries, warns)
+	for i, fw := range z.Spec.Forwarders {
+		if fw.ClusterRef != nil {
+			f.expect(ctx, fmt.Sprintf("spec.forwarders[%d].clusterRef", i), "BindCluster", fw.ClusterRef.Name, &v1alpha1.BindCluster{}, warns)
+		}
+	}
 	errs = append(errs, zoneNameTaken(ctx, f, z.Spec.ClusterRef.Name, viewName(z.Spec.ViewRef), string(z.Spec.ZoneName), "BindZone", z.Name, spec.Child("zoneName"), warns)...)
 	return errs
 }

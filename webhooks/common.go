@@ -96,9 +96,25 @@ func ValidateServers[S interface{ AddressPort() (string, int32) }](servers []S, 
 	return errs
 }
 
+// ValidateForwarderTargets refuses a forwarder that names the cluster
+// doing the forwarding: its queries would come back to itself until they
+// time out.
+func ValidateForwarderTargets(fw []v1alpha1.Forwarder, self string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range fw {
+		if f.ClusterRef != nil && f.ClusterRef.Name == self {
+			errs = append(errs, field.Invalid(fldPath.Index(i).Child("clusterRef", "name"), self,
+				"names the BindCluster that would do the forwarding, so queries would loop back to it; name the cluster that serves the zone"))
+		}
+	}
+	return errs
+}
+
 func defaultForwarders(fs []v1alpha1.Forwarder) {
 	for i := range fs {
-		fs[i].Address = canonicalAddress(fs[i].Address)
+		if fs[i].Address != "" {
+			fs[i].Address = canonicalAddress(fs[i].Address)
+		}
 	}
 }
 

@@ -122,18 +122,32 @@ const (
 	ForwardOnly ForwardPolicy = "Only"
 )
 
-// Forwarder is a DNS server that queries are forwarded to.
+// Forwarder is a DNS server that queries are forwarded to: a literal
+// address, or a BindCluster of the namespace, reached at its query Service.
 // +structType=atomic
+// +kubebuilder:validation:XValidation:rule="has(self.address) != has(self.clusterRef)",message="set exactly one of address (a server's IP) and clusterRef (a BindCluster of this namespace)."
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterRef) || !has(self.port)",message="port applies to address only; a BindCluster is reached at its query Service on port 53."
 type Forwarder struct {
 	// address is the forwarder's IPv4 or IPv6 address.
-	// +required
+	// +optional
 	// +kubebuilder:validation:MaxLength=45
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="forwarder address must be an IPv4 or IPv6 address, not a host name."
-	Address string `json:"address"`
+	Address string `json:"address,omitempty"`
 
 	// port of the forwarder. Defaults to 53.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port *int32 `json:"port,omitempty"`
+
+	// clusterRef names a BindCluster in the same namespace to forward to,
+	// at its query Service's ClusterIP (stable for the Service's life, so
+	// no pod address reaches the config). In a Forward zone whose
+	// forwarders all name BindClusters, a forwarding cluster that validates
+	// DNSSEC trusts the first one's copy of the zone: its DS records
+	// (status.dnssec.ds) become a trust anchor when it is signed, and the
+	// zone is excepted from validation when it is not (or its keys are not
+	// published yet), since no public chain of trust vouches for it.
+	// +optional
+	ClusterRef *LocalObjectReference `json:"clusterRef,omitempty"`
 }

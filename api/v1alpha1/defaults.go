@@ -325,8 +325,12 @@ func (p *BindDNSSECPolicy) SetDefaults() {
 }
 
 // AddressPort is the forwarder's address and its port, DefaultDNSPort when
-// unset.
+// unset. A forwarder naming a BindCluster is "BindCluster/<name>" on port
+// 53 (its query Service), so duplicates are found either way.
 func (f Forwarder) AddressPort() (string, int32) {
+	if f.ClusterRef != nil {
+		return "BindCluster/" + f.ClusterRef.Name, DefaultDNSPort
+	}
 	return f.Address, ptr.Deref(f.Port, DefaultDNSPort)
 }
 
