@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/yaml"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -64,6 +67,17 @@ func TestUpgradeRollsNothing(t *testing.T) {
 	}
 	if len(clusters) == 0 {
 		t.Fatal("config/samples holds no BindCluster")
+	}
+	// Each cluster's query Service, with a fixed ClusterIP: forwarders
+	// naming a cluster (clusterRef) render its address.
+	for i, cl := range clusters {
+		cl.UID = types.UID("uid-" + cl.Name)
+		svc := buildServices(cl)[2]
+		svc.Spec.ClusterIP = fmt.Sprintf("198.19.0.%d", 100+i)
+		if err := controllerutil.SetControllerReference(cl, svc, scheme); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, svc)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	sum := sha256.Sum256([]byte("control"))

@@ -183,11 +183,12 @@ func waitServed(ctx context.Context, env *e2e.Env, limit time.Duration) []string
 	return pending
 }
 
-// question is one dig query.
+// question is one dig query; recurse sets RD (a resolver's questions).
 type question struct {
-	name  string
-	qtype uint16
-	class uint16
+	name    string
+	qtype   uint16
+	class   uint16
+	recurse bool
 }
 
 // digCluster prints dig answers from each pod of the cluster (the primary,
@@ -231,21 +232,7 @@ func digCluster(ctx context.Context, env *e2e.Env, c *v1.BindCluster) error {
 // DNSRecords); for a resolver, which pod answers and a name the host's
 // view cannot recurse for.
 func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question, string, error) {
-	hostname := question{"hostname.bind.", dns.TypeTXT, dns.ClassCHAOS}
-	if c.Spec.Mode == v1.ModeResolver {
-		return []question{hostname, {"example.com.", dns.TypeSOA, dns.ClassINET}},
-			"(this host, 198.18.0.1, is in none of the sample's internal networks: it gets the external view, recursion off)", nil
-	}
-	var qs []question
-	var cats v1.BindCatalogZoneList
-	if err := env.Client.List(ctx, &cats, client.InNamespace(namespace)); err != nil {
-		return nil, "", err
-	}
-	for _, cat := range cats.Items {
-		if cat.Spec.ClusterRef.Name == c.Name {
-			qs = append(qs, question{dns.Fqdn(string(cat.Spec.ZoneName)), dns.TypeSOA, dns.ClassINET})
-		}
-	}
+	hostname := question{"hostname.bind.", dns.TypeTXT, dns.ClassCHAOS, false}
 	var zones v1.BindZoneList
 	var recs v1.DNSRecordList
 	if err := env.Client.List(ctx, &zones, client.InNamespace(namespace)); err != nil {
@@ -254,28 +241,64 @@ func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question
 	if err := env.Client.List(ctx, &recs, client.InNamespace(namespace)); err != nil {
 		return nil, "", err
 	}
+	if c.Spec.Mode == v1.ModeResolver {
+		// The Forward zones that name another cluster: what that cluster
+		// serves, asked recursively (with DO: "ad" marks a validated answer).
+		qs := []question{hostname}
+		for _, z := range zones.Items {
+			if z.Spec.ClusterRef.Name != c.Name || z.Spec.Type != v1.ZoneForward || len(z.Spec.Forwarders) == 0 || z.Spec.Forwarders[0].ClusterRef == nil {
+				continue
+			}
+			for _, q := range zoneQuestions(z.Spec.Forwarders[0].ClusterRef.Name, string(z.Spec.ZoneName), zones.Items, recs.Items) {
+				q.recurse = true
+				qs = append(qs, q)
+			}
+		}
+		return qs, "(this host, 198.18.0.1, is in the sample's internal networks: the internal view, recursion on, forwarding example.com to the authoritative cluster)", nil
+	}
+	var qs []question
+	var cats v1.BindCatalogZoneList
+	if err := env.Client.List(ctx, &cats, client.InNamespace(namespace)); err != nil {
+		return nil, "", err
+	}
+	for _, cat := range cats.Items {
+		if cat.Spec.ClusterRef.Name == c.Name {
+			qs = append(qs, question{dns.Fqdn(string(cat.Spec.ZoneName)), dns.TypeSOA, dns.ClassINET, false})
+		}
+	}
 	for _, z := range zones.Items {
-		if z.Spec.ClusterRef.Name != c.Name {
+		if z.Spec.ClusterRef.Name == c.Name && z.Spec.Type != v1.ZoneForward {
+			qs = append(qs, zoneQuestions(c.Name, string(z.Spec.ZoneName), zones.Items, recs.Items)...)
+		}
+	}
+	return append(qs, hostname), "", nil
+}
+
+// zoneQuestions asks for a zone's SOA and the A records that cluster
+// serves in it: inline ones and DNSRecords.
+func zoneQuestions(cluster, zoneName string, zones []v1.BindZone, recs []v1.DNSRecord) []question {
+	zone := dns.Fqdn(zoneName)
+	qs := []question{{zone, dns.TypeSOA, dns.ClassINET, false}}
+	var names []string
+	for _, z := range zones {
+		if z.Spec.ClusterRef.Name != cluster || string(z.Spec.ZoneName) != zoneName {
 			continue
 		}
-		zone := dns.Fqdn(string(z.Spec.ZoneName))
-		qs = append(qs, question{zone, dns.TypeSOA, dns.ClassINET})
-		var names []string
 		for _, r := range z.Spec.Records {
 			if r.Type == "A" && r.Name != "@" && !slices.Contains(names, string(r.Name)) {
 				names = append(names, string(r.Name))
 			}
 		}
-		for _, r := range recs.Items {
+		for _, r := range recs {
 			if r.Spec.ZoneRef.Name == z.Name && r.Spec.Type == "A" {
 				names = append(names, string(r.Spec.Name))
 			}
 		}
-		for _, n := range names {
-			qs = append(qs, question{n + "." + zone, dns.TypeA, dns.ClassINET})
-		}
 	}
-	return append(qs, hostname), "", nil
+	for _, n := range names {
+		qs = append(qs, question{n + "." + zone, dns.TypeA, dns.ClassINET, false})
+	}
+	return qs
 }
 
 // printDig prints, dig-style, each answer from server.
@@ -285,7 +308,10 @@ func printDig(server, who string, qs []question) {
 		m := new(dns.Msg)
 		m.SetQuestion(q.name, q.qtype)
 		m.Question[0].Qclass = q.class
-		m.RecursionDesired = q.class == dns.ClassINET && q.qtype != dns.TypeSOA
+		m.RecursionDesired = q.recurse
+		if q.recurse {
+			m.SetEdns0(1232, true)
+		}
 		in, err := localcluster.Exchange("udp", server, m)
 		label := fmt.Sprintf("%s %s", q.name, dns.TypeToString[q.qtype])
 		if q.class != dns.ClassINET {
@@ -297,8 +323,13 @@ func printDig(server, who string, qs []question) {
 		case len(in.Answer) == 0:
 			fmt.Printf("  ;; %s: status %s, no answer\n", label, dns.RcodeToString[in.Rcode])
 		default:
+			if in.AuthenticatedData {
+				fmt.Printf("  ;; %s: flags ad (DNSSEC-validated by the resolver)\n", label)
+			}
 			for _, rr := range in.Answer {
-				fmt.Printf("  %s\n", rr)
+				if rr.Header().Rrtype != dns.TypeRRSIG {
+					fmt.Printf("  %s\n", rr)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +25,9 @@ import (
 // clusters becomes ready; every pod of the authoritative cluster and its
 // query Service (through kube-proxy) serve the catalog zone (the
 // secondaries through a keyed transfer from the primary Service) and the
-// sample zone with its records and the sample DNSRecord; the resolver's
-// query Service answers; the views, ACL, DNSSEC policy and RPZ policy
+// sample zone with its records and the sample DNSRecord; the resolver
+// forwards example.com to the authoritative cluster and validates it for a
+// client in its ACL, and refuses recursion to one outside; the views, ACL, DNSSEC policy and RPZ policy
 // report their use and Ready; and a broken object applied with kubectl is
 // refused with the webhook's message.
 func TestSamples(t *testing.T) {
@@ -69,25 +71,40 @@ func TestSamples(t *testing.T) {
 		waitA(ctx, t, ip, "api.example.com.", "192.0.2.80", name)
 	}
 
-	// The resolver's query Service answers through kube-proxy (the host is
-	// in none of its internal networks, so it sees the external view; the
-	// CHAOS hostname tells which pod answered).
+	// The resolver's query Service, through kube-proxy. This host
+	// (198.18.0.1) is in the sample ACL: the internal view, recursion on,
+	// example.com forwarded to the authoritative cluster's query Service
+	// (clusterRef) and validated with the zone's DS as trust anchor, so the
+	// answer carries AD. A client outside the ACL gets the external view,
+	// recursion off: REFUSED.
 	resolverIP, err := env.Cluster.ServiceIP(ctx, ns, "resolver")
 	testkit.Must(t, err)
-	g.Eventually(func() error {
+	ask := func(src netip.Addr, name string, qtype uint16) (*dns.Msg, error) {
 		m := new(dns.Msg)
-		m.SetQuestion("hostname.bind.", dns.TypeTXT)
-		m.Question[0].Qclass = dns.ClassCHAOS
-		in, err := localcluster.Exchange("udp", resolverIP, m)
+		m.SetQuestion(name, qtype)
+		m.SetEdns0(1232, true)
+		return localcluster.ExchangeFrom(src, "udp", resolverIP, m)
+	}
+	g.Eventually(func() error {
+		in, err := ask(netip.Addr{}, "mail.example.com.", dns.TypeA)
 		if err != nil {
 			return err
 		}
-		if in.Rcode != dns.RcodeSuccess || len(in.Answer) != 1 {
-			return fmt.Errorf("rcode %s, %d answers", dns.RcodeToString[in.Rcode], len(in.Answer))
+		if in.Rcode != dns.RcodeSuccess || !in.AuthenticatedData {
+			return fmt.Errorf("rcode %s, ad=%v, answer %v", dns.RcodeToString[in.Rcode], in.AuthenticatedData, in.Answer)
 		}
-		t.Logf("resolver query Service %s: %s", resolverIP, in.Answer[0])
-		return nil
-	}).WithContext(ctx).Should(Succeed(), "the resolver's query Service %s does not answer", resolverIP)
+		for _, rr := range in.Answer {
+			if a, ok := rr.(*dns.A); ok && a.A.String() == "192.0.2.25" {
+				t.Logf("resolver query Service %s, from the node: %s (ad: validated)", resolverIP, a)
+				return nil
+			}
+		}
+		return fmt.Errorf("answer %v lacks 192.0.2.25", in.Answer)
+	}).WithContext(ctx).WithTimeout(4*time.Minute).Should(Succeed(), "the resolver forwards example.com to the authoritative cluster and validates it")
+	in, err := ask(localcluster.OutsiderIP, "mail.example.com.", dns.TypeA)
+	testkit.Must(t, err)
+	g.Expect(dns.RcodeToString[in.Rcode]).To(Equal("REFUSED"), "a client outside the ACL may not recurse: %v", in)
+	t.Logf("from %s (outside the ACL): %s", localcluster.OutsiderIP, dns.RcodeToString[in.Rcode])
 
 	t.Logf("every pod and the query Service serve the samples %s after the apply", time.Since(start).Round(time.Millisecond))
 	if time.Since(start) > time.Minute {

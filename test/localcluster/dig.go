@@ -33,6 +33,13 @@ func dig(network, server, name string, qtype uint16) (*dns.Msg, error) {
 // Exchange sends m to server over network ("udp" or "tcp") with a 2 s
 // timeout, refusing any server outside loopback and 198.18.0.0/15.
 func Exchange(network, server string, m *dns.Msg) (*dns.Msg, error) {
+	return ExchangeFrom(netip.Addr{}, network, server, m)
+}
+
+// ExchangeFrom is Exchange from the source address src (the zero Addr lets
+// the kernel choose): OutsiderIP makes the query come from a client other
+// than the node.
+func ExchangeFrom(src netip.Addr, network, server string, m *dns.Msg) (*dns.Msg, error) {
 	host, port, err := net.SplitHostPort(server)
 	if err != nil {
 		host, port = server, "53"
@@ -45,6 +52,14 @@ func Exchange(network, server string, m *dns.Msg) (*dns.Msg, error) {
 		return nil, fmt.Errorf("dig: refusing to query %s: only loopback and %s are test hosts (docs/testing.md)", ip, testNet)
 	}
 	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
+	if src.IsValid() {
+		c.Dialer = &net.Dialer{Timeout: 2 * time.Second}
+		if network == "tcp" {
+			c.Dialer.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
+		} else {
+			c.Dialer.LocalAddr = &net.UDPAddr{IP: src.AsSlice()}
+		}
+	}
 	r, _, err := c.Exchange(m, net.JoinHostPort(host, port))
 	if err != nil {
 		return nil, fmt.Errorf("dig %s %s @%s over %s: %w", m.Question[0].Name, dns.TypeToString[m.Question[0].Qtype], server, network, err)

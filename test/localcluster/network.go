@@ -76,6 +76,7 @@ func (c *Cluster) setupNetwork(ctx context.Context) error {
 	for _, args := range [][]string{
 		{"link", "add", BridgeName, "type", "bridge"},
 		{"addr", "add", NodeIP.String() + "/16", "dev", BridgeName},
+		{"addr", "add", OutsiderIP.String() + "/32", "dev", BridgeName},
 		{"link", "set", BridgeName, "up"},
 		// ClusterIPs are DNATed by kube-proxy; the route makes sure a
 		// packet it does not know never takes the host's default route.

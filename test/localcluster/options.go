@@ -28,7 +28,11 @@ const (
 )
 
 var (
-	NodeIP      = netip.MustParseAddr("198.18.0.1")
+	NodeIP = netip.MustParseAddr("198.18.0.1")
+	// OutsiderIP is a second host address on the bridge, below the pods'
+	// range: a client that tests can send from (ExchangeFrom) when they
+	// need one that an ACL naming NodeIP does not match.
+	OutsiderIP  = netip.MustParseAddr("198.18.0.2")
 	PodCIDR     = netip.MustParsePrefix("198.18.0.0/16")
 	ServiceCIDR = netip.MustParsePrefix("198.19.0.0/16")
 	// APIServerServiceIP is the kubernetes Service's ClusterIP (the first
