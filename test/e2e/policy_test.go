@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
+)
+
+// policyEnv is a resolver that forwards policy.e2e.example to an
+// authoritative cluster serving real answers for every name the rules
+// rewrite, so each rewrite is told apart from a failure to resolve (an
+// RPZ QNAME rule waits for recursion unless qname-wait-recurse is off:
+// docs/bind-facts.md).
+type policyEnv struct {
+	ns         string
+	resolverIP string
+}
+
+const policyZone = "policy.e2e.example"
+
+func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1.RPZRule) *policyEnv {
+	t.Helper()
+	ns := newNamespace(ctx, t, "e2e-policy")
+	a := authoritative{Namespace: ns, Name: "upstream", Replicas: 1, Catalog: "catalog.upstream.internal"}
+	a.create(ctx, t)
+	t.Cleanup(func() { dumpOnFailure(t, ns, "resolver", replicas) })
+	a1 := func(name, ip string) v1.RecordSet { return v1.RecordSet{Name: v1.RecordName(name), Type: "A", Values: []string{ip}} }
+	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("target", policyZone, "",
+		a1("blocked", "192.0.2.1"), a1("nodata", "192.0.2.2"), a1("redirected", "192.0.2.3"),
+		a1("portal", "192.0.2.100"), a1("allowed", "192.0.2.4"), a1("x.wild", "192.0.2.5"), a1("ok.wild", "192.0.2.6"),
+	)))
+	clients := []v1.AddressMatchElement{{Address: localcluster.NodeIP.String()}, {Address: localcluster.OutsiderIP.String()}}
+	testkit.Must(t, env.Client.Create(ctx, &v1.BindCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "resolver"},
+		Spec: v1.BindClusterSpec{
+			Mode: v1.ModeResolver, Replicas: ptr.To(replicas), Storage: &v1.StorageSpec{Enabled: ptr.To(false)},
+			Recursion: &v1.RecursionSpec{AllowRecursion: clients},
+		},
+	}))
+	testkit.Must(t, env.Client.Create(ctx, &v1.BindZone{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target-forward"},
+		Spec: v1.BindZoneSpec{
+			ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: policyZone, Type: v1.ZoneForward,
+			Forwarders: []v1.Forwarder{{ClusterRef: &v1.LocalObjectReference{Name: a.Name}}},
+		},
+	}))
+	testkit.Must(t, env.Client.Create(ctx, &v1.BindPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "firewall"},
+		Spec: v1.BindPolicySpec{ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: "rpz.e2e.internal", Rules: rules},
+	}))
+	a.servedByAll(ctx, t, policyZone)
+	waitClusterReady(ctx, t, ns, "resolver", replicas)
+	ip, err := env.Cluster.ServiceIP(ctx, ns, "resolver")
+	testkit.Must(t, err)
+	return &policyEnv{ns: ns, resolverIP: ip}
+}
+
+// answer is what a resolver said, compactly: "NXDOMAIN", "NOERROR" (no
+// records), or the rcode and the records ("NOERROR CNAME portal... A 192.0.2.100").
+func answer(server string, src netip.Addr, name string) (string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	in, err := localcluster.ExchangeFrom(src, "udp", server, m)
+	if err != nil {
+		return "", err
+	}
+	parts := []string{dns.RcodeToString[in.Rcode]}
+	for _, rr := range in.Answer {
+		switch r := rr.(type) {
+		case *dns.A:
+			parts = append(parts, "A "+r.A.String())
+		case *dns.CNAME:
+			parts = append(parts, "CNAME "+r.Target)
+		}
+	}
+	return strings.Join(parts, " "), nil
+}
+
+// TestPolicyRewrites (issue 13 item 2): a BindPolicy's rules rewrite a
+// resolver's answers as RPZ defines them, asked through the resolver's
+// query Service from the node and from a second client address.
+func TestPolicyRewrites(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	e := newPolicyEnv(ctx, t, 1,
+		v1.RPZRule{Match: "blocked." + policyZone, Action: v1.ActionNXDOMAIN},
+		v1.RPZRule{Match: "nodata." + policyZone, Action: v1.ActionNODATA},
+		v1.RPZRule{Match: "redirected." + policyZone, Action: v1.ActionRedirect, RedirectTo: "portal." + policyZone},
+		v1.RPZRule{Match: "*.wild." + policyZone, Action: v1.ActionNXDOMAIN},
+		v1.RPZRule{Match: "ok.wild." + policyZone, Action: v1.ActionPassthru},
+		v1.RPZRule{Match: localcluster.OutsiderIP.String(), Trigger: v1.TriggerClientIP, Action: v1.ActionNXDOMAIN},
+	)
+	node, outsider := netip.Addr{}, localcluster.OutsiderIP
+	for _, tc := range []struct {
+		from       netip.Addr
+		name, want string
+	}{
+		{node, "allowed", "NOERROR A 192.0.2.4"},
+		{node, "blocked", "NXDOMAIN"},
+		{node, "nodata", "NOERROR"},
+		{node, "redirected", "NOERROR CNAME portal." + policyZone + ". A 192.0.2.100"},
+		{node, "x.wild", "NXDOMAIN"},
+		{node, "ok.wild", "NOERROR A 192.0.2.6"},
+		{outsider, "allowed", "NXDOMAIN"},
+	} {
+		who := "the node"
+		if tc.from == outsider {
+			who = outsider.String()
+		}
+		name := tc.name + "." + policyZone
+		NewWithT(t).Eventually(func() (string, error) {
+			return answer(e.resolverIP, tc.from, name)
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(tc.want), "%s asks %s", who, name)
+		t.Logf("from %s: %s A → %s", who, name, tc.want)
+	}
+}
+
