@@ -125,9 +125,11 @@ func materialize(p Paths, res Result, lay layout) error {
 			return err
 		}
 	}
-	for k, v := range res.ConfigData {
-		if err := os.WriteFile(filepath.Join(p.ConfigDir, k), []byte(v), 0o644); err != nil {
-			return err
+	for _, data := range []map[string]string{res.ConfigData, res.SeedData} {
+		for k, v := range data {
+			if err := os.WriteFile(filepath.Join(p.ConfigDir, k), []byte(v), 0o644); err != nil {
+				return err
+			}
 		}
 	}
 	for k, v := range res.SecretData {
@@ -142,6 +144,11 @@ func materialize(p Paths, res Result, lay layout) error {
 	}
 	for _, s := range lay.seeds {
 		if err := os.WriteFile(s[1], []byte(res.ConfigData[s[0]]), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, s := range lay.everySeeds {
+		if err := os.WriteFile(s[1], []byte(res.SeedData[s[0]]), 0o644); err != nil {
 			return err
 		}
 	}

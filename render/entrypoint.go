@@ -19,11 +19,19 @@ func (m *model) layout() layout {
 		dirs[path.Join(p.secondaryDir(), viewDir(v.name))] = true
 	}
 	var l layout
-	l.dirs = sortedKeys(dirs)
 	for _, c := range m.catalogs {
 		l.seeds = append(l.seeds, [2]string{c.seedKey, c.file})
 	}
-	slices.SortFunc(l.seeds, func(a, b [2]string) int { return strings.Compare(a[1], b[1]) })
+	for _, pol := range m.policies {
+		for _, s := range pol.scopes {
+			dirs[path.Dir(s.path)] = true
+			l.everySeeds = append(l.everySeeds, [2]string{s.seedKey, s.path})
+		}
+	}
+	l.dirs = sortedKeys(dirs)
+	byPath := func(a, b [2]string) int { return strings.Compare(a[1], b[1]) }
+	slices.SortFunc(l.seeds, byPath)
+	slices.SortFunc(l.everySeeds, byPath)
 	return l
 }
 
@@ -65,7 +73,7 @@ func renderEntrypoint(p Paths, l layout) string {
 	for _, d := range l.dirs {
 		w("mkdir -p ", shq(d))
 	}
-	if len(l.seeds) > 0 {
+	if len(l.seeds)+len(l.everySeeds) > 0 {
 		w()
 		w("# Seed the primary's config-declared zones only when missing: after the first")
 		w("# start the file holds dynamic updates (and its journal) and must never be")
@@ -76,11 +84,19 @@ func renderEntrypoint(p Paths, l layout) string {
 		w(`		mv "$2.tmp.$$" "$2"`)
 		w("	fi")
 		w("}")
+	}
+	if len(l.seeds) > 0 {
 		w(`if [ "$role" = primary ]; then`)
 		for _, s := range l.seeds {
 			w("	seed ", shq(s[0]), " ", shq(s[1]))
 		}
 		w("fi")
+	}
+	if len(l.everySeeds) > 0 {
+		w("# Policy zones, on every pod: once seeded, rule edits are the agent's to write.")
+		for _, s := range l.everySeeds {
+			w("seed ", shq(s[0]), " ", shq(s[1]))
+		}
 	}
 	w()
 	w(`exec "${NAMED_BIN:-named}" -g -c "$config_dir/named.conf.$role"`)

@@ -21,6 +21,10 @@ func goldenText(r Result) string {
 		b.WriteString("=== ConfigMap " + k + " ===\n")
 		b.WriteString(r.ConfigData[k])
 	}
+	for _, k := range sortedKeys(r.SeedData) {
+		b.WriteString("=== ConfigMap (seed, not hashed) " + k + " ===\n")
+		b.WriteString(r.SeedData[k])
+	}
 	for _, k := range sortedKeys(r.SecretData) {
 		b.WriteString("=== Secret " + k + " ===\n")
 		b.Write(r.SecretData[k])

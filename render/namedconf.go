@@ -55,7 +55,7 @@ func writeScopeZones(c *conf, m *model, v *viewDef, r role) {
 	if v == m.global {
 		writeCatalogZones(c, m, r)
 	}
-	writeRPZZones(c, v.policies)
+	writeRPZZones(c, v)
 	for _, z := range v.zones {
 		writeConfigZone(c, m, v, z)
 	}

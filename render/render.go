@@ -73,6 +73,10 @@ type Result struct {
 	// SecretData becomes the keys Secret: "keys.conf" (all TSIG keys) and
 	// "control.conf" (the rndc control key).
 	SecretData map[string][]byte
+	// SeedData joins ConfigData in the ConfigMap but not the config hash:
+	// the policy zones' current rules, which a new pod starts from and a
+	// running one gets through its agent, so a rule edit rolls nothing.
+	SeedData map[string]string
 }
 
 // Keys of Result.ConfigData and Result.SecretData.
@@ -103,7 +107,8 @@ func Render(in Input) (Result, error) {
 // missing.
 type layout struct {
 	dirs  []string    // absolute, sorted
-	seeds [][2]string // {ConfigData key, absolute DataDir path}, sorted by path
+	seeds      [][2]string // primary only: {ConfigMap key, absolute DataDir path}, sorted by path
+	everySeeds [][2]string // every pod (policy zones), the same way
 }
 
 func render(in Input) (Result, layout, error) {
@@ -117,7 +122,7 @@ func render(in Input) (Result, layout, error) {
 	if err != nil {
 		return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
 	}
-	res := Result{ConfigData: map[string]string{}, SecretData: map[string][]byte{}}
+	res := Result{ConfigData: map[string]string{}, SecretData: map[string][]byte{}, SeedData: map[string]string{}}
 
 	keysConf, err := renderKeys(m)
 	if err != nil {
@@ -138,7 +143,9 @@ func render(in Input) (Result, layout, error) {
 		res.ConfigData[confFile(role)] = conf
 	}
 	for _, p := range m.policies {
-		res.ConfigData[p.configKey] = p.file
+		for _, sc := range p.scopes {
+			res.SeedData[sc.seedKey] = p.file
+		}
 	}
 	for _, c := range m.catalogs {
 		res.ConfigData[c.seedKey] = catalogSeed(c.name)
@@ -183,6 +190,15 @@ func (p Paths) sessionKeyFile() string { return path.Join(p.DataDir, "session.ke
 func (p Paths) PrimaryZoneFile(view, zone string) string {
 	return path.Join(p.zonesDir(), viewDir(view), zoneStem(zone)+".db")
 }
+
+// PolicyZoneFile is the file of a BindPolicy's response policy zone in a
+// view ("" outside views): seeded from the ConfigMap when missing, then
+// rewritten by the agent whenever the rules change (no roll).
+func (p Paths) PolicyZoneFile(view, zone string) string {
+	return path.Join(p.policyDir(), viewDir(view), zoneStem(zone)+".db")
+}
+
+func (p Paths) policyDir() string { return path.Join(p.DataDir, "rpz") }
 
 // SecondaryZoneFile is the file of a secondary copy of a zone (runtime
 // secondaries and config-declared Secondary/Stub zones). view is "" outside

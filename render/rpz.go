@@ -2,9 +2,10 @@ package render
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,16 +15,23 @@ import (
 )
 
 // policyDef is a BindPolicy rendered into an RPZ zone. The zone is a
-// primary on every pod, loaded from a file in the ConfigMap: rules change
-// only with the objects, so they ride the same hashed roll as the config and
-// need no transfer between pods.
+// primary on every pod, in each view the policy applies to, loaded from a
+// file in the data volume: the entrypoint seeds it from the ConfigMap (not
+// hashed, Result.SeedData) and the agent rewrites it when the rules change,
+// so a rule edit reaches running pods without a roll.
 type policyDef struct {
-	obj       *bindv1alpha1.BindPolicy
-	zone      string // canonical zone name
-	configKey string // ConfigData key of the zone file
-	path      string // the file, in ConfigDir
-	file      string // zone file contents
-	clause    string // the response-policy element: zone "x" policy ... log yes
+	obj    *bindv1alpha1.BindPolicy
+	zone   string // canonical zone name
+	file   string // zone file contents
+	clause string // the response-policy element: zone "x" policy ... log yes
+	scopes []policyScope
+}
+
+// policyScope is where one view keeps the policy zone.
+type policyScope struct {
+	view    string // "" outside views
+	seedKey string // ConfigMap key of the seed
+	path    string // the zone file, in DataDir
 }
 
 func (m *model) loadPolicies() error {
@@ -38,20 +46,13 @@ func (m *model) loadPolicies() error {
 		if err := safeName(what+" zone name", zone); err != nil {
 			return err
 		}
-		file, err := rpzZoneFile(what, zone, p)
+		recs, err := PolicyRecords(p)
 		if err != nil {
 			return err
 		}
-		d := &policyDef{
-			obj:       p,
-			zone:      zone,
-			configKey: "rpz." + zoneStem(zone) + ".db",
-			file:      file,
-		}
-		d.path = path.Join(m.paths.ConfigDir, d.configKey)
-		d.clause = rpzClause(zone, p)
-		// A policy without viewRef applies in every view: each view
-		// declares the zone from the same read-only file.
+		d := &policyDef{obj: p, zone: zone, file: PolicyZoneFile(zone, p.Name, 1, recs), clause: rpzClause(zone, p)}
+		// A policy without viewRef applies in every view, each with its
+		// own copy of the zone.
 		var scopes []*viewDef
 		if p.Spec.ViewRef == nil {
 			scopes = m.scopes()
@@ -67,10 +68,25 @@ func (m *model) loadPolicies() error {
 				return err
 			}
 			v.policies = append(v.policies, d)
+			d.scopes = append(d.scopes, policyScope{
+				view:    v.name,
+				seedKey: "rpz." + viewDir(v.name) + "." + zoneStem(zone) + ".db",
+				path:    m.paths.PolicyZoneFile(v.name, zone),
+			})
 		}
 		m.policies = append(m.policies, d)
 	}
 	return nil
+}
+
+// scope is the policy's copy in view v.
+func (d *policyDef) scope(v *viewDef) policyScope {
+	for _, s := range d.scopes {
+		if s.view == v.name {
+			return s
+		}
+	}
+	panic("render: policy " + d.zone + " has no copy in view " + v.name)
 }
 
 var rpzOverrides = map[bindv1alpha1.RPZPolicyOverride]string{
@@ -91,6 +107,9 @@ func rpzClause(zone string, p *bindv1alpha1.BindPolicy) string {
 	if p.Spec.MaxPolicyTTL != nil {
 		s += " max-policy-ttl " + strconv.Itoa(int(*p.Spec.MaxPolicyTTL))
 	}
+	// Rule edits reach named as a reload of the zone: apply them at once
+	// (BIND's default waits up to 60 s between policy zone updates).
+	s += " min-update-interval 0"
 	if p.Spec.Log == nil || *p.Spec.Log {
 		s += " log yes"
 	} else {
@@ -127,15 +146,15 @@ func writeResponsePolicy(c *conf, pols []*policyDef) {
 	c.line("%s;", tail)
 }
 
-// writeRPZZones declares the policy zones of a scope.
-func writeRPZZones(c *conf, pols []*policyDef) {
-	for _, p := range pols {
+// writeRPZZones declares the policy zones of a scope. They are static
+// primaries, reloaded from their file by the agent when the rules change;
+// nobody needs to query or transfer them but named itself.
+func writeRPZZones(c *conf, v *viewDef) {
+	for _, p := range v.policies {
 		c.blank()
 		c.open("zone %s {", c.q("BindPolicy zone name", p.zone))
 		c.line("type primary;")
-		c.line("file %s;", c.q("file", p.path))
-		// Policy zones are for named itself; nobody needs to query or
-		// transfer them.
+		c.line("file %s;", c.q("file", p.scope(v).path))
 		c.line("allow-query { localhost; };")
 		c.line("allow-transfer { none; };")
 		c.close()
@@ -150,56 +169,101 @@ var rpzActions = map[bindv1alpha1.RPZAction]string{
 	bindv1alpha1.ActionTCPOnly:  "rpz-tcp-only.",
 }
 
-// rpzZoneFile renders the rules of a policy as zone data. Owners are
-// relative to the policy zone; records are sorted by owner so the file does
-// not depend on the order of spec.rules.
-func rpzZoneFile(what, zone string, p *bindv1alpha1.BindPolicy) (string, error) {
-	type rr struct{ owner, target string }
-	rrs := make([]rr, 0, len(p.Spec.Rules))
+// PolicyRecord is one rule of a response policy zone: an owner relative to
+// the zone (the trigger, encoded as RPZ spells it) and the CNAME target
+// that says the action ("." NXDOMAIN, "*." NODATA, "rpz-passthru." ..., or
+// a name to redirect to).
+type PolicyRecord struct {
+	Owner  string `json:"owner"`
+	Target string `json:"target"`
+}
+
+// PolicyRecords turns a policy's rules into its records, sorted by owner
+// so they do not depend on the order of spec.rules. The render seeds the
+// zone with them and the operator sends the same to every pod's agent.
+func PolicyRecords(p *bindv1alpha1.BindPolicy) ([]PolicyRecord, error) {
+	what := "BindPolicy " + p.Name
+	rrs := make([]PolicyRecord, 0, len(p.Spec.Rules))
 	seen := map[string]string{}
 	for i, r := range p.Spec.Rules {
 		rw := fmt.Sprintf("%s spec.rules[%d]", what, i)
 		owner, err := rpzOwner(rw, r)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		var target string
 		if r.Action == bindv1alpha1.ActionRedirect {
 			if r.RedirectTo == "" {
-				return "", fmt.Errorf("%s: a Redirect rule needs redirectTo", rw)
+				return nil, fmt.Errorf("%s: a Redirect rule needs redirectTo", rw)
 			}
 			target = records.ZoneFQDN(string(r.RedirectTo))
 			if err := safeName(rw+" redirectTo", target); err != nil {
-				return "", err
+				return nil, err
 			}
 		} else if target = rpzActions[r.Action]; target == "" {
-			return "", fmt.Errorf("%s has unknown action %q", rw, r.Action)
+			return nil, fmt.Errorf("%s has unknown action %q", rw, r.Action)
 		}
 		// Two spellings of one match (192.0.2.1 and 192.0.2.1/32, or a
 		// different case) land on the same owner. Identical rules merge;
 		// contradicting ones would be two CNAMEs at one name.
 		if prev, ok := seen[owner]; ok {
 			if prev != target {
-				return "", fmt.Errorf("%s matches the same thing as an earlier rule with another action; keep one of them", rw)
+				return nil, fmt.Errorf("%s matches the same thing as an earlier rule with another action; keep one of them", rw)
 			}
 			continue
 		}
 		seen[owner] = target
-		rrs = append(rrs, rr{owner, target})
+		rrs = append(rrs, PolicyRecord{owner, target})
 	}
-	slices.SortFunc(rrs, func(a, b rr) int { return cmp.Compare(a.owner, b.owner) })
+	slices.SortFunc(rrs, func(a, b PolicyRecord) int { return cmp.Compare(a.Owner, b.Owner) })
+	return rrs, nil
+}
 
-	var b strings.Builder
-	fmt.Fprintf(&b, "; Response policy zone %s of BindPolicy %s. Rendered by bind-operator; do not edit.\n", zone, p.Name)
-	b.WriteString("$TTL 60\n")
-	// The serial never changes: the file only changes through a hashed roll,
-	// and every pod loads it from the ConfigMap, so no transfer depends on it.
-	b.WriteString("@\tIN\tSOA\tlocalhost. hostmaster.localhost. 1 300 60 1209600 60\n")
-	b.WriteString("@\tIN\tNS\tlocalhost.\n")
-	for _, r := range rrs {
-		fmt.Fprintf(&b, "%s\tIN\tCNAME\t%s\n", r.owner, r.target)
+// PolicyDigest identifies a set of policy records: the agent and the
+// operator compare it to tell whether a pod enforces the current rules.
+func PolicyDigest(recs []PolicyRecord) string {
+	h := sha256.New()
+	for _, r := range recs {
+		writeField(h, []byte(r.Owner))
+		writeField(h, []byte(r.Target))
 	}
-	return b.String(), nil
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// policyDigestPrefix starts the zone file line that carries the digest.
+const policyDigestPrefix = "; rules "
+
+// PolicyZoneFile renders policy records as the zone file of zone, for the
+// BindPolicy named policy. serial is the SOA serial: 1 for the seed, then
+// whatever the agent picks so each rewrite is newer. The second line holds
+// PolicyDigest, so the agent can tell what a file enforces without parsing
+// it (FilePolicyDigest).
+func PolicyZoneFile(zone, policy string, serial uint32, recs []PolicyRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "; Response policy zone %s of BindPolicy %s. Written by bind-operator; do not edit.\n", zone, policy)
+	fmt.Fprintf(&b, "%s%s\n", policyDigestPrefix, PolicyDigest(recs))
+	b.WriteString("$TTL 60\n")
+	fmt.Fprintf(&b, "@\tIN\tSOA\tlocalhost. hostmaster.localhost. %d 300 60 1209600 60\n", serial)
+	b.WriteString("@\tIN\tNS\tlocalhost.\n")
+	for _, r := range recs {
+		fmt.Fprintf(&b, "%s\tIN\tCNAME\t%s\n", r.Owner, r.Target)
+	}
+	return b.String()
+}
+
+// FilePolicyDigest reads the digest PolicyZoneFile wrote into content; ""
+// when there is none.
+func FilePolicyDigest(content string) string {
+	_, rest, ok := strings.Cut(content, "\n")
+	if !ok {
+		return ""
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	d, ok := strings.CutPrefix(line, policyDigestPrefix)
+	if !ok {
+		return ""
+	}
+	return d
 }
 
 // rpzOwner is the owner name of a rule, relative to the policy zone.
