@@ -7,6 +7,7 @@ const (
 	PathDelete      = "/v1/zones/delete"
 	PathStatus      = "/v1/zones/status"
 	PathSync        = "/v1/sync"
+	PathPolicy      = "/v1/policies/apply"
 )
 
 // Request size limits. Both sides apply them: the agent refuses larger
@@ -16,6 +17,10 @@ const (
 	MaxBatchBytes   = 16 << 20 // a batch
 	MaxBatchZones   = 5000
 	MaxSeedBytes    = 32 << 10
+	// MaxPolicyRecords is a BindPolicy's rule limit (the CRD's MaxItems);
+	// MaxPolicyBytes bounds such a request.
+	MaxPolicyRecords = 2000
+	MaxPolicyBytes   = 2 << 20
 	// MaxResultErrorBytes bounds the error of one batch entry: named's
 	// reasons fit on a line; the agent cuts longer ones (BoundTo).
 	MaxResultErrorBytes = 256
@@ -34,6 +39,7 @@ const (
 	ActionUnchanged = "unchanged" // the zone existed with this clause
 	ActionDeleted   = "deleted"   // delzone
 	ActionAbsent    = "absent"    // delete of a zone named does not have
+	ActionReloaded  = "reloaded"  // a policy zone rewritten and reloaded
 )
 
 // ZoneRef names a zone: View "" is the default view (no views configured).
@@ -97,6 +103,35 @@ type ZoneStatus struct {
 	// Expected is true when the zone is in the agent's expected list
 	// (ensured and not deleted): readiness waits for it.
 	Expected bool `json:"expected"`
+}
+
+// PolicyRequest makes the response policy zone Zone in View enforce exactly
+// Records. The agent rewrites the zone's file (render.Paths.PolicyZoneFile)
+// and has named reload it, unless the file already holds these records.
+// Policy is the BindPolicy's name, for the file's header.
+type PolicyRequest struct {
+	View    string         `json:"view,omitempty"`
+	Zone    string         `json:"zone"`
+	Policy  string         `json:"policy"`
+	Records []PolicyRecord `json:"records"`
+}
+
+// PolicyRecord is one rule: an owner relative to the policy zone and the
+// CNAME target that says the action (render.PolicyRecord).
+type PolicyRecord struct {
+	Owner  string `json:"owner"`
+	Target string `json:"target"`
+}
+
+// PolicyResult says what the pod enforces after the request.
+type PolicyResult struct {
+	View   string `json:"view,omitempty"`
+	Zone   string `json:"zone"`
+	Action string `json:"action"` // ActionReloaded or ActionUnchanged
+	// Digest identifies the records named loaded (render.PolicyDigest).
+	Digest string `json:"digest"`
+	// Serial is the serial named serves for the zone after the request.
+	Serial uint32 `json:"serial"`
 }
 
 // SyncResult is the outcome of POST /v1/sync (rndc sync -clean).

@@ -151,6 +151,14 @@ func (c *Client) ZoneStatus(ctx context.Context, ref ZoneRef) (ZoneStatus, error
 	return out, err
 }
 
+// ApplyPolicy makes the pod's policy zone enforce req.Records; it returns
+// once named serves them.
+func (c *Client) ApplyPolicy(ctx context.Context, req PolicyRequest) (PolicyResult, error) {
+	var out PolicyResult
+	err := c.call(ctx, PathPolicy, req, &out, MaxPolicyBytes)
+	return out, err
+}
+
 // Sync flushes every zone's journal into its file (rndc sync -clean).
 func (c *Client) Sync(ctx context.Context) error {
 	var out SyncResult

@@ -16,6 +16,7 @@
 //	POST /v1/zones/delete        ZoneRef             → DeleteZoneResult
 //	POST /v1/zones/status        ZoneRef             → ZoneStatus
 //	POST /v1/sync                {}                  → SyncResult
+//	POST /v1/policies/apply      PolicyRequest       → PolicyResult
 //
 // Errors come back as ErrorResponse with a 4xx (the request is wrong and
 // will stay wrong) or 5xx (named or the agent failed; retry) status.

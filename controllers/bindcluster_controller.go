@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -281,9 +282,14 @@ func (r *BindClusterReconciler) applyServices(ctx context.Context, cluster *bind
 }
 
 func (r *BindClusterReconciler) applyConfig(ctx context.Context, cluster *bindv1alpha1.BindCluster, rendered render.Result) error {
+	// The seeds (policy zones' current rules) share the ConfigMap but not
+	// the hash: a new pod starts from them, running pods get rule edits
+	// from the BindPolicy controller through their agent.
+	data := maps.Clone(rendered.ConfigData)
+	maps.Copy(data, rendered.SeedData)
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: configMapName(cluster), Namespace: cluster.Namespace, Labels: objectLabels(cluster)},
-		Data:       rendered.ConfigData,
+		Data:       data,
 	}
 	if err := r.apply(ctx, cluster, cm); err != nil {
 		return err

@@ -359,3 +359,17 @@ func rpzIP(what, s string) (string, error) {
 	}
 	return bits + "." + strings.Join(out, "."), nil
 }
+
+// FilePolicySerial reads the SOA serial of a zone file PolicyZoneFile
+// wrote; 0 when there is none.
+func FilePolicySerial(content string) uint32 {
+	for line := range strings.SplitSeq(content, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[0] == "@" && f[1] == "IN" && f[2] == "SOA" {
+			if n, err := strconv.ParseUint(f[5], 10, 32); err == nil {
+				return uint32(n)
+			}
+		}
+	}
+	return 0
+}

@@ -78,7 +78,8 @@ type Options struct {
 	// Config is appended at top level (zone statements, ACLs, ...).
 	Config string
 	// Files are written into the server directory before named starts,
-	// name → content (e.g. zone files referenced from Config).
+	// name (a relative path) → content (e.g. zone files referenced from
+	// Config).
 	Files map[string]string
 	// Tmpfs puts the server directory on /dev/shm instead of t.TempDir(),
 	// so journal fsyncs cost nothing (for benchmarks).
@@ -126,6 +127,9 @@ func Start(tb testing.TB, opts Options) *Server {
 		dir = d
 	}
 	for name, content := range opts.Files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			tb.Fatalf("bindtest: directory of %s: %v", name, err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			tb.Fatalf("bindtest: write %s: %v", name, err)
 		}
