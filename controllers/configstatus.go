@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindviews/status;bindacls/status;bindpolicies/status;binddnssecpolicies/status,verbs=patch
@@ -26,13 +24,14 @@ import (
 // ConfigStatusReconciler writes the status of the kinds that are
 // configuration the clusters use: BindView (its zones), BindACL (who names
 // it), BindDNSSECPolicy (the zones it signs) and BindPolicy (its rules,
-// loaded on every pod). Ready says whether every cluster that uses the
+// which it also brings to every pod: bindpolicy_rules.go). Ready says whether every cluster that uses the
 // object runs a configuration that holds it.
 type ConfigStatusReconciler struct {
 	Client client.Client
-	// Endpoints locates the pods a BindPolicy is checked on; nil means
+	// Endpoints locates the pods a BindPolicy is enforced on; nil means
 	// KubePods.
 	Endpoints PodEndpoints
+	agents    *agentClients
 	// PolicyRecheck is how often a BindPolicy is looked at again (pods
 	// come and go); default 30 s.
 	PolicyRecheck time.Duration
@@ -45,6 +44,7 @@ func (r *ConfigStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Endpoints == nil {
 		r.Endpoints = KubePods{Client: mgr.GetClient()}
 	}
+	r.agents = &agentClients{Client: mgr.GetClient()}
 	for _, k := range []struct {
 		name    string
 		obj     client.Object
@@ -255,47 +255,8 @@ func (r *ConfigStatusReconciler) observePolicy(ctx context.Context, o client.Obj
 		return 0, err
 	}
 	if c := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); c.Status == metav1.ConditionTrue {
-		r.checkPolicyLoaded(ctx, p, status)
+		r.enforcePolicy(ctx, p, status)
 	}
 	return recheck, patchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindPolicy) { x.Status = *status })
 }
 
-// checkPolicyLoaded asks every pod of the policy's cluster for the policy
-// zone's SOA: a pod that answers has loaded the rules. With views the
-// operator's query lands in whichever view matches it, so a cluster with
-// views is judged by its configuration alone.
-func (r *ConfigStatusReconciler) checkPolicyLoaded(ctx context.Context, p *bindv1alpha1.BindPolicy, status *bindv1alpha1.BindPolicyStatus) {
-	var c bindv1alpha1.BindCluster
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.ClusterRef.Name}, &c); err != nil {
-		return
-	}
-	var views bindv1alpha1.BindViewList
-	if err := r.Client.List(ctx, &views, client.InNamespace(p.Namespace)); err != nil {
-		return
-	}
-	if slices.ContainsFunc(views.Items, func(v bindv1alpha1.BindView) bool { return v.Spec.ClusterRef.Name == c.Name }) {
-		setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonInRunningConfig,
-			fmt.Sprintf("BindCluster %q runs a configuration with these %d rule(s).", c.Name, len(p.Spec.Rules)))
-		return
-	}
-	pods, err := r.Endpoints.Pods(ctx, &c)
-	if err != nil {
-		return
-	}
-	zone := records.CanonicalZone(string(p.Spec.ZoneName))
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var missing []string
-	for _, st := range servedSerials(qctx, pods, zone) {
-		if st.Serial == nil {
-			missing = append(missing, st.Pod)
-		}
-	}
-	if len(pods) == 0 || len(missing) > 0 {
-		setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded,
-			fmt.Sprintf("%d of %d pods of BindCluster %q (%s) do not serve policy zone %s yet.", len(missing), len(pods), c.Name, strings.Join(missing, ", "), zone))
-		return
-	}
-	setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
-		fmt.Sprintf("every pod of BindCluster %q (%d) serves policy zone %s with its %d rule(s).", c.Name, len(pods), zone, len(p.Spec.Rules)))
-}

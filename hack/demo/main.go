@@ -254,7 +254,22 @@ func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question
 				qs = append(qs, q)
 			}
 		}
-		return qs, "(this host, 198.18.0.1, is in the sample's internal networks: the internal view, recursion on, forwarding example.com to the authoritative cluster)", nil
+		// And what its BindPolicies rewrite (a wildcard asked as "blocked.").
+		var pols v1.BindPolicyList
+		if err := env.Client.List(ctx, &pols, client.InNamespace(namespace)); err != nil {
+			return nil, "", err
+		}
+		for _, p := range pols.Items {
+			if p.Spec.ClusterRef.Name != c.Name {
+				continue
+			}
+			for _, r := range p.Spec.Rules {
+				if r.Trigger == "" || r.Trigger == v1.TriggerQName {
+					qs = append(qs, question{dns.Fqdn(strings.Replace(r.Match, "*.", "blocked.", 1)), dns.TypeA, dns.ClassINET, true})
+				}
+			}
+		}
+		return qs, "(this host, 198.18.0.1, is in the sample's internal networks: the internal view, recursion on, example.com forwarded to the authoritative cluster, the firewall's rules applied)", nil
 	}
 	var qs []question
 	var cats v1.BindCatalogZoneList

@@ -282,6 +282,9 @@ func (c *Cluster) render(n *Node) {
 		}
 		testkit.Must(c.tb, os.WriteFile(filepath.Join(n.Paths.ConfigDir, name), []byte(data), 0o644))
 	}
+	for name, data := range res.SeedData { // the ConfigMap holds them too
+		testkit.Must(c.tb, os.WriteFile(filepath.Join(n.Paths.ConfigDir, name), []byte(data), 0o644))
+	}
 	for name, data := range res.SecretData {
 		testkit.Must(c.tb, os.WriteFile(filepath.Join(n.Paths.KeysDir, name), data, 0o600))
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -9,8 +10,11 @@ import (
 
 	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
@@ -35,7 +39,9 @@ func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1
 	a := authoritative{Namespace: ns, Name: "upstream", Replicas: 1, Catalog: "catalog.upstream.internal"}
 	a.create(ctx, t)
 	t.Cleanup(func() { dumpOnFailure(t, ns, "resolver", replicas) })
-	a1 := func(name, ip string) v1.RecordSet { return v1.RecordSet{Name: v1.RecordName(name), Type: "A", Values: []string{ip}} }
+	a1 := func(name, ip string) v1.RecordSet {
+		return v1.RecordSet{Name: v1.RecordName(name), Type: "A", Values: []string{ip}}
+	}
 	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("target", policyZone, "",
 		a1("blocked", "192.0.2.1"), a1("nodata", "192.0.2.2"), a1("redirected", "192.0.2.3"),
 		a1("portal", "192.0.2.100"), a1("allowed", "192.0.2.4"), a1("x.wild", "192.0.2.5"), a1("ok.wild", "192.0.2.6"),
@@ -57,7 +63,7 @@ func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1
 	}))
 	testkit.Must(t, env.Client.Create(ctx, &v1.BindPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "firewall"},
-		Spec: v1.BindPolicySpec{ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: "rpz.e2e.internal", Rules: rules},
+		Spec:       v1.BindPolicySpec{ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: "rpz.e2e.internal", Rules: rules},
 	}))
 	a.servedByAll(ctx, t, policyZone)
 	waitClusterReady(ctx, t, ns, "resolver", replicas)
@@ -89,12 +95,13 @@ func answer(server string, src netip.Addr, name string) (string, error) {
 
 // TestPolicyRewrites (issue 13 item 2): a BindPolicy's rules rewrite a
 // resolver's answers as RPZ defines them, asked through the resolver's
-// query Service from the node and from a second client address.
+// query Service from the node and from a second client address. Then the
+// rules are edited: every pod enforces the new ones without a roll.
 func TestPolicyRewrites(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	e := newPolicyEnv(ctx, t, 1,
+	e := newPolicyEnv(ctx, t, 2,
 		v1.RPZRule{Match: "blocked." + policyZone, Action: v1.ActionNXDOMAIN},
 		v1.RPZRule{Match: "nodata." + policyZone, Action: v1.ActionNODATA},
 		v1.RPZRule{Match: "redirected." + policyZone, Action: v1.ActionRedirect, RedirectTo: "portal." + policyZone},
@@ -125,5 +132,47 @@ func TestPolicyRewrites(t *testing.T) {
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(tc.want), "%s asks %s", who, name)
 		t.Logf("from %s: %s A → %s", who, name, tc.want)
 	}
+
+	// Edit: blocked becomes NODATA, allowed becomes NXDOMAIN, the client-IP
+	// rule goes. Every pod enforces it; nothing rolls.
+	before, _, err := currentRollout(ctx, e.ns, "resolver")
+	testkit.Must(t, err)
+	uids := podUIDs(ctx, t, e.ns, "resolver", 2)
+	var p v1.BindPolicy
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "firewall"}, &p))
+	p.Spec.Rules[0].Action = v1.ActionNODATA
+	p.Spec.Rules[len(p.Spec.Rules)-1] = v1.RPZRule{Match: "allowed." + policyZone, Action: v1.ActionNXDOMAIN}
+	edited := time.Now()
+	testkit.Must(t, env.Client.Update(ctx, &p))
+	want := map[string]string{"blocked": "NOERROR", "allowed": "NXDOMAIN", "nodata": "NOERROR"}
+	for i, ip := range podIPs(ctx, t, e.ns, "resolver", 2) {
+		for name, w := range want {
+			NewWithT(t).Eventually(func() (string, error) {
+				return answer(ip, localcluster.OutsiderIP, name+"."+policyZone)
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(10*time.Millisecond).Should(Equal(w), "resolver-%d asks %s after the edit", i, name)
+		}
+	}
+	t.Logf("the edited rules are enforced by both resolver pods %s after the update", time.Since(edited).Round(time.Millisecond))
+	after, _, err := currentRollout(ctx, e.ns, "resolver")
+	testkit.Must(t, err)
+	NewWithT(t).Expect(after).To(Equal(before), "a rule edit must not roll the resolver")
+	NewWithT(t).Expect(podUIDs(ctx, t, e.ns, "resolver", 2)).To(Equal(uids), "no pod was replaced")
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "firewall"}, &p)).To(Succeed())
+		c := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1.ReasonPolicyLoaded), c.Message)
+	}).WithContext(ctx).Should(Succeed())
 }
 
+// podUIDs are the UIDs of a cluster's pods, in ordinal order.
+func podUIDs(ctx context.Context, t *testing.T, ns, cluster string, replicas int32) []string {
+	t.Helper()
+	out := make([]string, replicas)
+	for i := range replicas {
+		var pod corev1.Pod
+		testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-%d", cluster, i)}, &pod))
+		out[i] = string(pod.UID)
+	}
+	return out
+}

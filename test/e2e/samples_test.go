@@ -105,6 +105,13 @@ func TestSamples(t *testing.T) {
 	testkit.Must(t, err)
 	g.Expect(dns.RcodeToString[in.Rcode]).To(Equal("REFUSED"), "a client outside the ACL may not recurse: %v", in)
 	t.Logf("from %s (outside the ACL): %s", localcluster.OutsiderIP, dns.RcodeToString[in.Rcode])
+	// The sample firewall (internal view) rewrites for the node.
+	for name, want := range map[string]string{"malware.example.net": "NXDOMAIN", "intranet.example.org": "NOERROR CNAME www.example.com. A 192.0.2.1"} {
+		g.Eventually(func() (string, error) {
+			return answer(resolverIP, netip.Addr{}, name)
+		}).WithContext(ctx).Should(HavePrefix(want), "the sample BindPolicy rewrites %s", name)
+		t.Logf("RPZ from the node: %s → %s…", name, want)
+	}
 
 	t.Logf("every pod and the query Service serve the samples %s after the apply", time.Since(start).Round(time.Millisecond))
 	if time.Since(start) > time.Minute {
@@ -139,7 +146,7 @@ func TestSamples(t *testing.T) {
 		var policy v1.BindPolicy
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "firewall"}, &policy)).To(Succeed())
 		g.Expect(policy.Status.RuleCount).To(BeEquivalentTo(4))
-		g.Expect(readyReason(policy.Status.Conditions)).To(Equal("True/" + v1.ReasonInRunningConfig))
+		g.Expect(readyReason(policy.Status.Conditions)).To(Equal("True/"+v1.ReasonPolicyLoaded), "the rules reach every resolver pod through its agent")
 	}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "the status of the sample views, ACL, DNSSEC policy and RPZ policy")
 
 	// A broken object is refused by the webhook, through a real kubectl.

@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"git.unkin.net/unkin/bind-operator/agent"
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
+	"git.unkin.net/unkin/bind-operator/render"
+)
+
+// policyApplyTimeout bounds one pod's apply (the agent waits for named to
+// load the zone).
+const policyApplyTimeout = 15 * time.Second
+
+// enforcePolicy brings the policy's rules to every pod of its cluster,
+// through each pod's agent, in every view that holds the policy zone: the
+// rules are zone data, not config, so an edit reaches running pods without
+// a roll (a new pod starts from the seed in the ConfigMap). Ready says
+// whether every pod enforces the current rules.
+func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alpha1.BindPolicy, status *bindv1alpha1.BindPolicyStatus) {
+	notReady := func(format string, args ...any) {
+		setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded, agent.Bound(fmt.Sprintf(format, args...)))
+	}
+	var c bindv1alpha1.BindCluster
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.ClusterRef.Name}, &c); err != nil {
+		notReady("cannot read BindCluster %q: %v", p.Spec.ClusterRef.Name, err)
+		return
+	}
+	recs, err := render.PolicyRecords(p)
+	if err != nil {
+		notReady("the rules cannot be turned into a policy zone: %v", err)
+		return
+	}
+	views, err := r.policyViews(ctx, p, &c)
+	if err != nil {
+		notReady("cannot list the views of BindCluster %q: %v", c.Name, err)
+		return
+	}
+	pods, err := r.Endpoints.Pods(ctx, &c)
+	if err != nil || len(pods) == 0 {
+		notReady("BindCluster %q has no running pods to enforce the rules on yet.", c.Name)
+		return
+	}
+	req := agent.PolicyRequest{Zone: records.CanonicalZone(string(p.Spec.ZoneName)), Policy: p.Name, Records: make([]agent.PolicyRecord, len(recs))}
+	for i, rec := range recs {
+		req.Records[i] = agent.PolicyRecord(rec)
+	}
+	var failed []string
+	for _, pod := range pods {
+		for _, view := range views {
+			req.View = view
+			if err := r.applyPolicyOn(ctx, &c, pod, req); err != nil {
+				where := pod.Pod
+				if view != "" {
+					where += " (view " + view + ")"
+				}
+				failed = append(failed, where+": "+err.Error())
+			}
+		}
+	}
+	if len(failed) > 0 {
+		notReady("%d of %d pod(s) of BindCluster %q do not enforce the current rules yet: %s", len(failed), len(pods)*len(views), c.Name, strings.Join(failed, "; "))
+		return
+	}
+	setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
+		fmt.Sprintf("every pod of BindCluster %q (%d) enforces the %d rule(s) in policy zone %s (digest %s).", c.Name, len(pods), len(recs), req.Zone, render.PolicyDigest(recs)))
+}
+
+func (r *ConfigStatusReconciler) applyPolicyOn(ctx context.Context, c *bindv1alpha1.BindCluster, pod PodEndpoint, req agent.PolicyRequest) error {
+	ac, err := r.agents.get(ctx, c, pod.AgentAddr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, policyApplyTimeout)
+	defer cancel()
+	_, err = ac.ApplyPolicy(ctx, req)
+	return err
+}
+
+// policyViews are the views that hold the policy zone, as the render puts
+// it: its viewRef, else every view of the cluster, else the top level ("").
+func (r *ConfigStatusReconciler) policyViews(ctx context.Context, p *bindv1alpha1.BindPolicy, c *bindv1alpha1.BindCluster) ([]string, error) {
+	if p.Spec.ViewRef != nil {
+		return []string{p.Spec.ViewRef.Name}, nil
+	}
+	var list bindv1alpha1.BindViewList
+	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		return nil, err
+	}
+	var views []string
+	for _, v := range list.Items {
+		if v.Spec.ClusterRef.Name == c.Name {
+			views = append(views, v.Name)
+		}
+	}
+	if len(views) == 0 {
+		return []string{""}, nil
+	}
+	slices.Sort(views)
+	return views, nil
+}
