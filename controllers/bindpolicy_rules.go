@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -49,7 +50,12 @@ func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alp
 		notReady("BindCluster %q has no running pods to enforce the rules on yet.", c.Name)
 		return
 	}
-	req := agent.PolicyRequest{Zone: records.CanonicalZone(string(p.Spec.ZoneName)), Policy: p.Name, Records: make([]agent.PolicyRecord, len(recs))}
+	zone := records.CanonicalZone(string(p.Spec.ZoneName))
+	if len(p.Spec.Primaries) > 0 {
+		r.observeFeed(ctx, p, &c, pods, views, zone, status)
+		return
+	}
+	req := agent.PolicyRequest{Zone: zone, Policy: p.Name, Records: make([]agent.PolicyRecord, len(recs))}
 	for i, rec := range recs {
 		req.Records[i] = agent.PolicyRecord(rec)
 	}
@@ -72,6 +78,47 @@ func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alp
 	}
 	setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
 		fmt.Sprintf("every pod of BindCluster %q (%d) enforces the %d rule(s) in policy zone %s (digest %s).", c.Name, len(pods), len(recs), req.Zone, render.PolicyDigest(recs)))
+}
+
+// observeFeed reports whether every pod has transferred a feed's policy
+// zone from its primaries (named's zone status through the agent).
+func (r *ConfigStatusReconciler) observeFeed(ctx context.Context, p *bindv1alpha1.BindPolicy, c *bindv1alpha1.BindCluster, pods []PodEndpoint, views []string, zone string, status *bindv1alpha1.BindPolicyStatus) {
+	var missing []string
+	serials := map[uint32]bool{}
+	for _, pod := range pods {
+		for _, view := range views {
+			st, err := r.feedStatus(ctx, c, pod, agent.ZoneRef{View: view, Zone: zone})
+			where := pod.Pod
+			if view != "" {
+				where += " (view " + view + ")"
+			}
+			switch {
+			case err != nil:
+				missing = append(missing, where+": "+err.Error())
+			case !st.Loaded:
+				missing = append(missing, where+": no transfer yet")
+			default:
+				serials[st.Serial] = true
+			}
+		}
+	}
+	if len(missing) > 0 {
+		setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded,
+			agent.Bound(fmt.Sprintf("%d of %d pod(s) of BindCluster %q have not transferred the feed %s from its primaries: %s", len(missing), len(pods)*len(views), c.Name, zone, strings.Join(missing, "; "))))
+		return
+	}
+	setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
+		fmt.Sprintf("every pod of BindCluster %q (%d) transferred the feed %s from its primaries (serials %v).", c.Name, len(pods), zone, slices.Sorted(maps.Keys(serials))))
+}
+
+func (r *ConfigStatusReconciler) feedStatus(ctx context.Context, c *bindv1alpha1.BindCluster, pod PodEndpoint, ref agent.ZoneRef) (agent.ZoneStatus, error) {
+	ac, err := r.agents.get(ctx, c, pod.AgentAddr)
+	if err != nil {
+		return agent.ZoneStatus{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, policyApplyTimeout)
+	defer cancel()
+	return ac.ZoneStatus(ctx, ref)
 }
 
 func (r *ConfigStatusReconciler) applyPolicyOn(ctx context.Context, c *bindv1alpha1.BindCluster, pod PodEndpoint, req agent.PolicyRequest) error {

@@ -239,6 +239,9 @@ func collectRefs(in *render.Input, acls []bindv1alpha1.BindACL) refSet {
 		addKey(&c.Spec.TransferKeyRef)
 		addServers(c.Spec.DefaultPrimaries)
 	}
+	for _, p := range in.Policies {
+		addServers(p.Spec.Primaries)
+	}
 	// ACLs may nest; follow them to a fixed point (bounded by the number of
 	// ACLs, since each round adds at least one or stops).
 	byName := map[string]*bindv1alpha1.BindACL{}

@@ -25,7 +25,9 @@ func (m *model) layout() layout {
 	for _, pol := range m.policies {
 		for _, s := range pol.scopes {
 			dirs[path.Dir(s.path)] = true
-			l.everySeeds = append(l.everySeeds, [2]string{s.seedKey, s.path})
+			if len(pol.primaries) == 0 {
+				l.everySeeds = append(l.everySeeds, [2]string{s.seedKey, s.path})
+			}
 		}
 	}
 	l.dirs = sortedKeys(dirs)

@@ -143,6 +143,9 @@ func render(in Input) (Result, layout, error) {
 		res.ConfigData[confFile(role)] = conf
 	}
 	for _, p := range m.policies {
+		if len(p.primaries) > 0 {
+			continue // a feed: transferred, not seeded
+		}
 		for _, sc := range p.scopes {
 			res.SeedData[sc.seedKey] = p.file
 		}

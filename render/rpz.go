@@ -25,6 +25,9 @@ type policyDef struct {
 	file   string // zone file contents
 	clause string // the response-policy element: zone "x" policy ... log yes
 	scopes []policyScope
+	// primaries of a feed (spec.primaries), rendered; a feed has no file
+	// contents of its own: every pod transfers the zone.
+	primaries []string
 }
 
 // policyScope is where one view keeps the policy zone.
@@ -46,11 +49,23 @@ func (m *model) loadPolicies() error {
 		if err := safeName(what+" zone name", zone); err != nil {
 			return err
 		}
-		recs, err := PolicyRecords(p)
-		if err != nil {
-			return err
+		d := &policyDef{obj: p, zone: zone, clause: rpzClause(zone, p)}
+		if len(p.Spec.Primaries) > 0 {
+			// A feed: every pod transfers the zone from these servers.
+			for i, srv := range p.Spec.Primaries {
+				s, err := m.remoteServer(fmt.Sprintf("%s spec.primaries[%d]", what, i), srv)
+				if err != nil {
+					return err
+				}
+				d.primaries = append(d.primaries, s)
+			}
+		} else {
+			recs, err := PolicyRecords(p)
+			if err != nil {
+				return err
+			}
+			d.file = PolicyZoneFile(zone, p.Name, 1, recs)
 		}
-		d := &policyDef{obj: p, zone: zone, file: PolicyZoneFile(zone, p.Name, 1, recs), clause: rpzClause(zone, p)}
 		// A policy without viewRef applies in every view, each with its
 		// own copy of the zone.
 		var scopes []*viewDef
@@ -146,15 +161,22 @@ func writeResponsePolicy(c *conf, pols []*policyDef) {
 	c.line("%s;", tail)
 }
 
-// writeRPZZones declares the policy zones of a scope. They are static
-// primaries, reloaded from their file by the agent when the rules change;
-// nobody needs to query or transfer them but named itself.
+// writeRPZZones declares the policy zones of a scope: static primaries,
+// reloaded from their file by the agent when the rules change, or
+// secondaries of a feed's primaries. Nobody needs to query or transfer
+// them but named itself.
 func writeRPZZones(c *conf, v *viewDef) {
 	for _, p := range v.policies {
 		c.blank()
 		c.open("zone %s {", c.q("BindPolicy zone name", p.zone))
-		c.line("type primary;")
-		c.line("file %s;", c.q("file", p.scope(v).path))
+		if len(p.primaries) > 0 {
+			c.line("type secondary;")
+			c.line("file %s;", c.q("file", p.scope(v).path))
+			c.list("primaries", p.primaries)
+		} else {
+			c.line("type primary;")
+			c.line("file %s;", c.q("file", p.scope(v).path))
+		}
 		c.line("allow-query { localhost; };")
 		c.line("allow-transfer { none; };")
 		c.close()

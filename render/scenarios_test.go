@@ -252,6 +252,11 @@ func scenarioRPZ() Input {
 		{ObjectMeta: meta("quiet"), Spec: bindv1alpha1.BindPolicySpec{
 			ZoneName: "rpz.quiet.internal", Order: 100, Log: ptr.To(false),
 		}},
+		// A feed: every pod transfers it from the provider.
+		{ObjectMeta: meta("feed"), Spec: bindv1alpha1.BindPolicySpec{
+			ZoneName: "rpz.feed.example", Order: 200,
+			Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.5.5"}, {Address: "198.18.5.6", Port: ptr.To(int32(5353))}},
+		}},
 	}
 	return in
 }

@@ -34,6 +34,7 @@ func (w *BindPolicyWebhook) Default(_ context.Context, p *v1alpha1.BindPolicy) e
 	p.SetDefaults()
 	s := &p.Spec
 	s.ZoneName = v1alpha1.DomainName(records.CanonicalZone(string(s.ZoneName)))
+	defaultRemoteServers(s.Primaries)
 	for i := range s.Rules {
 		r := &s.Rules[i]
 		r.Match = canonicalMatch(r.Trigger, r.Match)
@@ -86,6 +87,7 @@ func (w *BindPolicyWebhook) validate(ctx context.Context, p *v1alpha1.BindPolicy
 			errs = append(errs, field.Invalid(spec.Child("viewRef", "name"), p.Spec.ViewRef.Name, fmt.Sprintf("BindView %q belongs to cluster %q, not %q; name a view of the policy's cluster", view.Name, view.Spec.ClusterRef.Name, p.Spec.ClusterRef.Name)))
 		}
 	}
+	f.remoteServerRefs(ctx, "spec.primaries", p.Spec.Primaries, &warns)
 	errs = append(errs, zoneNameTaken(ctx, f, p.Spec.ClusterRef.Name, "", string(p.Spec.ZoneName), "BindPolicy", p.Name, spec.Child("zoneName"), &warns)...)
 	return warns, invalid("BindPolicy", p.Name, errs)
 }
@@ -107,5 +109,6 @@ func ValidateBindPolicySpec(s *v1alpha1.BindPolicySpec, fldPath *field.Path) fie
 			errs = append(errs, ValidateDomainName(strings.TrimPrefix(r.Match, "*."), rp.Child("match"))...)
 		}
 	}
+	errs = append(errs, ValidateServers(s.Primaries, fldPath.Child("primaries"))...)
 	return errs
 }

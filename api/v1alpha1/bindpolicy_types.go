@@ -88,6 +88,7 @@ type RPZRule struct {
 }
 
 // BindPolicySpec is a response policy zone (RPZ), a DNS firewall.
+// +kubebuilder:validation:XValidation:rule="!has(self.primaries) || !has(self.rules)",message="a policy either holds its own rules or transfers them from a feed's primaries; remove rules or primaries."
 type BindPolicySpec struct {
 	// clusterRef names the BindCluster that enforces the policy. Immutable.
 	// +required
@@ -121,6 +122,15 @@ type BindPolicySpec struct {
 	// +listMapKey=match
 	// +listMapKey=trigger
 	Rules []RPZRule `json:"rules,omitempty"`
+
+	// primaries make the policy a feed: every pod transfers the policy zone
+	// from these servers (an RPZ provider, or a policy zone another server
+	// maintains), keyed when keyRef names a BindTSIGKey, instead of holding
+	// rules written here.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Primaries []RemoteServer `json:"primaries,omitempty"`
 
 	// policyOverride replaces every rule's action, e.g. Disabled to log
 	// matches without acting on them. Defaults to Given (use each rule's).

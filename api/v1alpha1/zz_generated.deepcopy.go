@@ -592,6 +592,13 @@ func (in *BindPolicySpec) DeepCopyInto(out *BindPolicySpec) {
 		*out = make([]RPZRule, len(*in))
 		copy(*out, *in)
 	}
+	if in.Primaries != nil {
+		in, out := &in.Primaries, &out.Primaries
+		*out = make([]RemoteServer, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.MaxPolicyTTL != nil {
 		in, out := &in.MaxPolicyTTL, &out.MaxPolicyTTL
 		*out = new(int32)

@@ -31,7 +31,10 @@ type policyEnv struct {
 	resolverIP string
 }
 
-const policyZone = "policy.e2e.example"
+const (
+	policyZone = "policy.e2e.example"
+	policyFeed = "feed.rpz.e2e.example"
+)
 
 func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1.RPZRule) *policyEnv {
 	t.Helper()
@@ -45,7 +48,15 @@ func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1
 	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("target", policyZone, "",
 		a1("blocked", "192.0.2.1"), a1("nodata", "192.0.2.2"), a1("redirected", "192.0.2.3"),
 		a1("portal", "192.0.2.100"), a1("allowed", "192.0.2.4"), a1("x.wild", "192.0.2.5"), a1("ok.wild", "192.0.2.6"),
+		a1("fed", "192.0.2.7"),
 	)))
+	// An RPZ feed the upstream serves like any zone: its one rule redirects
+	// fed.<zone> to the portal. The resolver's pods transfer it.
+	feed := a.catalogZone("feed", policyFeed, "", v1.RecordSet{Name: v1.RecordName("fed." + policyZone), Type: "CNAME", Values: []string{"portal." + policyZone + "."}})
+	feed.Spec.AllowTransfer = []v1.AddressMatchElement{{Address: localcluster.PodCIDR.String()}}
+	testkit.Must(t, env.Client.Create(ctx, feed))
+	upstreamIP, err := env.Cluster.ServiceIP(ctx, ns, a.Name)
+	testkit.Must(t, err)
 	clients := []v1.AddressMatchElement{{Address: localcluster.NodeIP.String()}, {Address: localcluster.OutsiderIP.String()}}
 	testkit.Must(t, env.Client.Create(ctx, &v1.BindCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "resolver"},
@@ -65,7 +76,12 @@ func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "firewall"},
 		Spec:       v1.BindPolicySpec{ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: "rpz.e2e.internal", Rules: rules},
 	}))
-	a.servedByAll(ctx, t, policyZone)
+	testkit.Must(t, env.Client.Create(ctx, &v1.BindPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "feed"},
+		Spec: v1.BindPolicySpec{ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: policyFeed, Order: 200,
+			Primaries: []v1.RemoteServer{{Address: upstreamIP}}},
+	}))
+	a.servedByAll(ctx, t, policyZone, policyFeed)
 	waitClusterReady(ctx, t, ns, "resolver", replicas)
 	ip, err := env.Cluster.ServiceIP(ctx, ns, "resolver")
 	testkit.Must(t, err)
@@ -95,8 +111,9 @@ func answer(server string, src netip.Addr, name string) (string, error) {
 
 // TestPolicyRewrites (issue 13 item 2): a BindPolicy's rules rewrite a
 // resolver's answers as RPZ defines them, asked through the resolver's
-// query Service from the node and from a second client address. Then the
-// rules are edited: every pod enforces the new ones without a roll.
+// query Service from the node and from a second client address, and so
+// does a feed (a policy whose pods transfer the zone from primaries). Then
+// the rules are edited: every pod enforces the new ones without a roll.
 func TestPolicyRewrites(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -120,6 +137,7 @@ func TestPolicyRewrites(t *testing.T) {
 		{node, "redirected", "NOERROR CNAME portal." + policyZone + ". A 192.0.2.100"},
 		{node, "x.wild", "NXDOMAIN"},
 		{node, "ok.wild", "NOERROR A 192.0.2.6"},
+		{node, "fed", "NOERROR CNAME portal." + policyZone + ". A 192.0.2.100"},
 		{outsider, "allowed", "NXDOMAIN"},
 	} {
 		who := "the node"
@@ -157,12 +175,14 @@ func TestPolicyRewrites(t *testing.T) {
 	testkit.Must(t, err)
 	NewWithT(t).Expect(after).To(Equal(before), "a rule edit must not roll the resolver")
 	NewWithT(t).Expect(podUIDs(ctx, t, e.ns, "resolver", 2)).To(Equal(uids), "no pod was replaced")
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "firewall"}, &p)).To(Succeed())
-		c := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionReady)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(v1.ReasonPolicyLoaded), c.Message)
-	}).WithContext(ctx).Should(Succeed())
+	for _, name := range []string{"firewall", "feed"} {
+		NewWithT(t).Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &p)).To(Succeed())
+			c := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(v1.ReasonPolicyLoaded), c.Message)
+		}).WithContext(ctx).Should(Succeed(), "BindPolicy %s is Loaded on every pod", name)
+	}
 }
 
 // podUIDs are the UIDs of a cluster's pods, in ordinal order.
