@@ -259,4 +259,3 @@ func (r *ConfigStatusReconciler) observePolicy(ctx context.Context, o client.Obj
 	}
 	return recheck, patchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindPolicy) { x.Status = *status })
 }
-

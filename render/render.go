@@ -106,7 +106,7 @@ func Render(in Input) (Result, error) {
 // named starts: directories, and seed files copied from ConfigDir when
 // missing.
 type layout struct {
-	dirs  []string    // absolute, sorted
+	dirs       []string    // absolute, sorted
 	seeds      [][2]string // primary only: {ConfigMap key, absolute DataDir path}, sorted by path
 	everySeeds [][2]string // every pod (policy zones), the same way
 }
