@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,17 +60,29 @@ func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alp
 	for i, rec := range recs {
 		req.Records[i] = agent.PolicyRecord(rec)
 	}
-	var failed []string
-	for _, pod := range pods {
-		for _, view := range views {
+	// Every pod at once: an edit is enforced when the slowest pod has it.
+	errs := make([]string, len(pods)*len(views))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		for j, view := range views {
+			req := req
 			req.View = view
-			if err := r.applyPolicyOn(ctx, &c, pod, req); err != nil {
-				where := pod.Pod
-				if view != "" {
-					where += " (view " + view + ")"
+			wg.Go(func() {
+				if err := r.applyPolicyOn(ctx, &c, pod, req); err != nil {
+					where := pod.Pod
+					if view != "" {
+						where += " (view " + view + ")"
+					}
+					errs[i*len(views)+j] = where + ": " + err.Error()
 				}
-				failed = append(failed, where+": "+err.Error())
-			}
+			})
+		}
+	}
+	wg.Wait()
+	var failed []string
+	for _, e := range errs {
+		if e != "" {
+			failed = append(failed, e)
 		}
 	}
 	if len(failed) > 0 {

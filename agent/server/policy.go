@@ -102,7 +102,7 @@ func (a *Agent) applyPolicy(ctx context.Context, ref agent.ZoneRef, policy strin
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }

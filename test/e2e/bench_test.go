@@ -103,6 +103,14 @@ func TestInClusterBench(t *testing.T) {
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
 
+	policyLat, unrolled := benchPolicyEdits(ctx, t, c, ns, a.Name, opZone)
+	rolls := "no roll"
+	if !unrolled {
+		rolls = "ROLLED the resolver"
+		t.Errorf("BindPolicy rule edits rolled the resolver; rules are data and must not")
+	}
+	rows = append(rows, benchRow{"operator: BindPolicy rule edit via the API server", fmt.Sprintf("edit → enforced by both resolver pods (%d edits)", benchChanges), policyLat.summary(), rolls})
+
 	rawBulk := benchRawBulk(ctx, t, ips, rawZone, updates, transfer)
 	opBulk := benchOperatorBulk(ctx, t, c, ns, ips, opZone, transfer)
 	rate := func(d time.Duration) float64 { return benchRecords / d.Seconds() }
