@@ -136,8 +136,8 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 func TestMetricNames(t *testing.T) {
 	for expr, want := range map[string][]string{
 		`sum by (type) (rate(bind_incoming_queries_total{pod=~"a-[0-9]+", code!~"2.."}[5m]))`: {"bind_incoming_queries_total"},
-		`histogram_quantile(0.99, sum by (le, endpoint) (rate(x_bucket[5m])))`:              {"x_bucket"},
-		`min(bind_up{namespace=~"$namespace"}) or on (pod) vector(0) and other_metric`:      {"bind_up", "other_metric"},
+		`histogram_quantile(0.99, sum by (le, endpoint) (rate(x_bucket[5m])))`:                {"x_bucket"},
+		`min(bind_up{namespace=~"$namespace"}) or on (pod) vector(0) and other_metric`:        {"bind_up", "other_metric"},
 		`bind_zone_serial`: {"bind_zone_serial"},
 	} {
 		NewWithT(t).Expect(metricNames(expr)).To(Equal(want), expr)

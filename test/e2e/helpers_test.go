@@ -6,6 +6,9 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -396,4 +399,39 @@ func dumpCluster(t *testing.T, ns, cluster string, replicas int32) {
 			}
 		}
 	}
+}
+
+// delvValidates runs Debian's delv against server for name's A record,
+// with the zone's DS records (presentation format, as status.dnssec.ds
+// holds them) as its only trust anchor, and fails the test unless delv
+// reports the answer fully validated. It returns delv's output.
+func delvValidates(ctx context.Context, t *testing.T, server, zone string, ds []string, name string) string {
+	t.Helper()
+	var anchors strings.Builder
+	anchors.WriteString("trust-anchors {\n")
+	for _, d := range ds {
+		f := strings.Fields(d)
+		if len(f) != 4 {
+			t.Fatalf("DS %q is not <key tag> <algorithm> <digest type> <digest>", d)
+		}
+		fmt.Fprintf(&anchors, "\t%q static-ds %s %s %s %q;\n", zone+".", f[0], f[1], f[2], f[3])
+	}
+	anchors.WriteString("};\n")
+	file := filepath.Join(t.TempDir(), "anchors.conf")
+	testkit.Must(t, os.WriteFile(file, []byte(anchors.String()), 0o644))
+	if net.ParseIP(server) == nil || !localcluster.PodCIDR.Contains(netip.MustParseAddr(server)) {
+		t.Fatalf("delv: %q is not a pod address of the local cluster", server)
+	}
+	var out []byte
+	NewWithT(t).Eventually(func() error {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		var err error
+		out, err = exec.CommandContext(cctx, "delv", "-a", file, "+root="+zone, "@"+server, name, "A").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "; fully validated") {
+			return fmt.Errorf("delv: %v\n%s", err, out)
+		}
+		return nil
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "delv validates %s from %s", name, server)
+	return string(out)
 }

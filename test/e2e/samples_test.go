@@ -71,6 +71,22 @@ func TestSamples(t *testing.T) {
 		waitA(ctx, t, ip, "api.example.com.", "192.0.2.80", name)
 	}
 
+	// DNSSEC: the DS records the BindZone publishes in its status are all
+	// a validator needs. delv, with them as its only trust anchor, fully
+	// validates the primary's and a secondary's answers.
+	var ds []string
+	g.Eventually(func(g Gomega) {
+		var z v1.BindZone
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "example-com"}, &z)).To(Succeed())
+		g.Expect(z.Status.DNSSEC).NotTo(BeNil())
+		g.Expect(z.Status.DNSSEC.DS).NotTo(BeEmpty())
+		ds = z.Status.DNSSEC.DS
+	}).WithContext(ctx).Should(Succeed(), "BindZone example-com publishes its DS")
+	for _, pod := range []string{"authoritative-0", "authoritative-1"} {
+		out := delvValidates(ctx, t, servers[pod], "example.com", ds, "mail.example.com")
+		t.Logf("delv @%s (%s) with status.dnssec.ds %v as trust anchor:\n%s", servers[pod], pod, ds, out)
+	}
+
 	// The resolver's query Service, through kube-proxy. This host
 	// (198.18.0.1) is in the sample ACL: the internal view, recursion on,
 	// example.com forwarded to the authoritative cluster's query Service
