@@ -18,7 +18,10 @@ import (
 // +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-binddnssecpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=binddnssecpolicies,verbs=create;update,versions=v1alpha1,name=vbinddnssecpolicy.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 // BindDNSSECPolicyWebhook defaults and validates BindDNSSECPolicies.
-type BindDNSSECPolicyWebhook struct{}
+type BindDNSSECPolicyWebhook struct {
+	// Checker runs named-checkconf on the policy; nil skips it.
+	Checker *ConfigChecker
+}
 
 var (
 	_ admission.Defaulter[*v1alpha1.BindDNSSECPolicy] = &BindDNSSECPolicyWebhook{}
@@ -33,13 +36,13 @@ func (w *BindDNSSECPolicyWebhook) Default(_ context.Context, p *v1alpha1.BindDNS
 }
 
 // ValidateCreate validates a new policy.
-func (w *BindDNSSECPolicyWebhook) ValidateCreate(_ context.Context, p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
-	return w.validate(p)
+func (w *BindDNSSECPolicyWebhook) ValidateCreate(ctx context.Context, p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
+	return w.validate(ctx, p)
 }
 
 // ValidateUpdate validates a change.
-func (w *BindDNSSECPolicyWebhook) ValidateUpdate(_ context.Context, _, p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
-	return w.validate(p)
+func (w *BindDNSSECPolicyWebhook) ValidateUpdate(ctx context.Context, _, p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
+	return w.validate(ctx, p)
 }
 
 // ValidateDelete allows every deletion.
@@ -47,7 +50,7 @@ func (w *BindDNSSECPolicyWebhook) ValidateDelete(context.Context, *v1alpha1.Bind
 	return nil, nil
 }
 
-func (w *BindDNSSECPolicyWebhook) validate(p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
+func (w *BindDNSSECPolicyWebhook) validate(ctx context.Context, p *v1alpha1.BindDNSSECPolicy) (admission.Warnings, error) {
 	var warns admission.Warnings
 	if n := p.Spec.NSEC3; n != nil {
 		if n.Iterations != nil && *n.Iterations > 0 {
@@ -57,7 +60,11 @@ func (w *BindDNSSECPolicyWebhook) validate(p *v1alpha1.BindDNSSECPolicy) (admiss
 			warns = append(warns, "spec.nsec3.saltLength: RFC 9276 recommends no salt")
 		}
 	}
-	return warns, invalid("BindDNSSECPolicy", p.Name, ValidateBindDNSSECPolicySpec(&p.Spec, field.NewPath("spec")))
+	errs := ValidateBindDNSSECPolicySpec(&p.Spec, field.NewPath("spec"))
+	if len(errs) == 0 {
+		errs = w.Checker.CheckDNSSECPolicy(ctx, p, &warns)
+	}
+	return warns, invalid("BindDNSSECPolicy", p.Name, errs)
 }
 
 // ValidateBindDNSSECPolicySpec checks what named-checkconf would refuse:

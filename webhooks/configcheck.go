@@ -129,6 +129,52 @@ func (k *ConfigChecker) Check(ctx context.Context, c *v1alpha1.BindCluster, warn
 		// The cluster alone cannot be rendered: nothing else is involved.
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", fmt.Sprintf("the cluster's configuration cannot be rendered: %v", err))}
 	}
+	ce := k.run(ctx, in, warns)
+	if ce == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("BIND refuses this configuration; named-checkconf says %q. Fix or remove the statement it names", ce.Output)
+	if i, ok := itemAt(res.ConfigData[ce.File], ce, c.Spec.ExtraOptions); ok {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "extraOptions").Index(i), c.Spec.ExtraOptions[i], msg)}
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec"), "", msg)}
+}
+
+// CheckDNSSECPolicy runs named-checkconf on a config that holds only the
+// policy (used by one stub zone). BIND refuses combinations no single field
+// rule sees, such as a key lifetime shorter than one rollover under the
+// policy's TTLs and safety margins, and this makes them a `kubectl apply`
+// error instead of a render every cluster using the policy refuses. The
+// error is at spec.keys when named's words are about a key, else at spec.
+func (k *ConfigChecker) CheckDNSSECPolicy(ctx context.Context, p *v1alpha1.BindDNSSECPolicy, warns *admission.Warnings) field.ErrorList {
+	if k == nil || k.NamedCheckconf == "" {
+		return nil
+	}
+	in := candidate(&v1alpha1.BindCluster{ObjectMeta: metav1.ObjectMeta{Name: "admission-check", Namespace: p.Namespace}, Spec: v1alpha1.BindClusterSpec{Mode: v1alpha1.ModeAuthoritative}})
+	in.DNSSECPolicies = []v1alpha1.BindDNSSECPolicy{*p}
+	in.Zones = []v1alpha1.BindZone{{ObjectMeta: metav1.ObjectMeta{Name: "admission-check", Namespace: p.Namespace}, Spec: v1alpha1.BindZoneSpec{
+		ClusterRef: v1alpha1.LocalObjectReference{Name: "admission-check"}, ZoneName: "admission-check.invalid", Type: v1alpha1.ZonePrimary,
+		DNSSECPolicyRef: &v1alpha1.LocalObjectReference{Name: p.Name},
+	}}}
+	if _, err := render.Render(in); err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", fmt.Sprintf("the policy cannot be rendered: %v", err))}
+	}
+	ce := k.run(ctx, in, warns)
+	if ce == nil {
+		return nil
+	}
+	path := field.NewPath("spec")
+	if strings.Contains(ce.Output, "key") || strings.Contains(ce.Output, "lifetime") {
+		path = path.Child("keys")
+	}
+	return field.ErrorList{field.Invalid(path, "", fmt.Sprintf("BIND refuses this policy; named-checkconf says %q. Lengthen the key lifetime or shorten the TTLs and safety margins it names", ce.Output))}
+}
+
+// run checks in's render with named-checkconf, bounded in time and in
+// parallel runs. It returns BIND's refusal, or nil when the config passed
+// or could not be checked (then with a warning: the controller checks every
+// render again before it rolls).
+func (k *ConfigChecker) run(ctx context.Context, in render.Input, warns *admission.Warnings) *render.CheckError {
 	ctx, cancel := context.WithTimeout(ctx, k.Timeout)
 	defer cancel()
 	select {
@@ -138,7 +184,7 @@ func (k *ConfigChecker) Check(ctx context.Context, c *v1alpha1.BindCluster, warn
 		*warns = append(*warns, "the named-checkconf check of this configuration was skipped (too many at once); the operator checks it again before it rolls")
 		return nil
 	}
-	_, err = render.CheckOutput(ctx, in, k.NamedCheckconf)
+	_, err := render.CheckOutput(ctx, in, k.NamedCheckconf)
 	var ce *render.CheckError
 	switch {
 	case err == nil:
@@ -147,11 +193,7 @@ func (k *ConfigChecker) Check(ctx context.Context, c *v1alpha1.BindCluster, warn
 		*warns = append(*warns, fmt.Sprintf("the named-checkconf check of this configuration did not finish within %s; the operator checks it again before it rolls", k.Timeout))
 		return nil
 	case errors.As(err, &ce):
-		msg := fmt.Sprintf("BIND refuses this configuration; named-checkconf says %q. Fix or remove the statement it names", ce.Output)
-		if i, ok := itemAt(res.ConfigData[ce.File], ce, c.Spec.ExtraOptions); ok {
-			return field.ErrorList{field.Invalid(field.NewPath("spec", "extraOptions").Index(i), c.Spec.ExtraOptions[i], msg)}
-		}
-		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", msg)}
+		return ce
 	default:
 		*warns = append(*warns, fmt.Sprintf("the configuration could not be checked with named-checkconf: %v", err))
 		return nil

@@ -107,10 +107,11 @@ func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
 		}
 		allowed = DefaultAllowedImages(bindImage, opts.DefaultAgentImage)
 	}
+	checker := NewConfigChecker(opts.NamedCheckconf, opts.ConfigCheckTimeout)
 	w := &webhooks{
 		cluster: &BindClusterWebhook{Reader: r, Engine: engine, DefaultImage: opts.DefaultImage, DefaultAgentImage: opts.DefaultAgentImage, AllowedImages: allowed,
 			PodNetwork: podNetworkSource{r: r, cidrs: opts.PodCIDRs, deriveFromNode: opts.DerivePodCIDRsFromNodes},
-			Checker:    NewConfigChecker(opts.NamedCheckconf, opts.ConfigCheckTimeout)},
+			Checker:    checker},
 		zone:    &BindZoneWebhook{Reader: r},
 		record:  &DNSRecordWebhook{Reader: r},
 		view:    &BindViewWebhook{Reader: r},
@@ -118,7 +119,7 @@ func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
 		acl:     &BindACLWebhook{Reader: r},
 		catalog: &BindCatalogZoneWebhook{Reader: r},
 		policy:  &BindPolicyWebhook{Reader: r},
-		dnssec:  &BindDNSSECPolicyWebhook{},
+		dnssec:  &BindDNSSECPolicyWebhook{Checker: checker},
 	}
 	return w, nil
 }
