@@ -183,12 +183,16 @@ func waitServed(ctx context.Context, env *e2e.Env, limit time.Duration) []string
 	return pending
 }
 
-// question is one dig query; recurse sets RD (a resolver's questions).
+// question is one dig query; recurse sets RD (a resolver's questions) and
+// dnssec DO (so "ad" shows a validated answer; a stub resolver such as
+// glibc's sets neither DO nor waits for DNSSEC, and RPZ rewrites for it
+// without recursing first).
 type question struct {
 	name    string
 	qtype   uint16
 	class   uint16
 	recurse bool
+	dnssec  bool
 }
 
 // digCluster prints dig answers from each pod of the cluster (the primary,
@@ -232,7 +236,7 @@ func digCluster(ctx context.Context, env *e2e.Env, c *v1.BindCluster) error {
 // DNSRecords); for a resolver, which pod answers and a name the host's
 // view cannot recurse for.
 func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question, string, error) {
-	hostname := question{"hostname.bind.", dns.TypeTXT, dns.ClassCHAOS, false}
+	hostname := question{"hostname.bind.", dns.TypeTXT, dns.ClassCHAOS, false, false}
 	var zones v1.BindZoneList
 	var recs v1.DNSRecordList
 	if err := env.Client.List(ctx, &zones, client.InNamespace(namespace)); err != nil {
@@ -250,7 +254,7 @@ func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question
 				continue
 			}
 			for _, q := range zoneQuestions(z.Spec.Forwarders[0].ClusterRef.Name, string(z.Spec.ZoneName), zones.Items, recs.Items) {
-				q.recurse = true
+				q.recurse, q.dnssec = true, true
 				qs = append(qs, q)
 			}
 		}
@@ -265,7 +269,7 @@ func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question
 			}
 			for _, r := range p.Spec.Rules {
 				if r.Trigger == "" || r.Trigger == v1.TriggerQName {
-					qs = append(qs, question{dns.Fqdn(strings.Replace(r.Match, "*.", "blocked.", 1)), dns.TypeA, dns.ClassINET, true})
+					qs = append(qs, question{dns.Fqdn(strings.Replace(r.Match, "*.", "blocked.", 1)), dns.TypeA, dns.ClassINET, true, false})
 				}
 			}
 		}
@@ -278,7 +282,7 @@ func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question
 	}
 	for _, cat := range cats.Items {
 		if cat.Spec.ClusterRef.Name == c.Name {
-			qs = append(qs, question{dns.Fqdn(string(cat.Spec.ZoneName)), dns.TypeSOA, dns.ClassINET, false})
+			qs = append(qs, question{dns.Fqdn(string(cat.Spec.ZoneName)), dns.TypeSOA, dns.ClassINET, false, false})
 		}
 	}
 	for _, z := range zones.Items {
@@ -293,7 +297,7 @@ func questions(ctx context.Context, env *e2e.Env, c *v1.BindCluster) ([]question
 // serves in it: inline ones and DNSRecords.
 func zoneQuestions(cluster, zoneName string, zones []v1.BindZone, recs []v1.DNSRecord) []question {
 	zone := dns.Fqdn(zoneName)
-	qs := []question{{zone, dns.TypeSOA, dns.ClassINET, false}}
+	qs := []question{{zone, dns.TypeSOA, dns.ClassINET, false, false}}
 	var names []string
 	for _, z := range zones {
 		if z.Spec.ClusterRef.Name != cluster || string(z.Spec.ZoneName) != zoneName {
@@ -311,7 +315,7 @@ func zoneQuestions(cluster, zoneName string, zones []v1.BindZone, recs []v1.DNSR
 		}
 	}
 	for _, n := range names {
-		qs = append(qs, question{n + "." + zone, dns.TypeA, dns.ClassINET, false})
+		qs = append(qs, question{n + "." + zone, dns.TypeA, dns.ClassINET, false, false})
 	}
 	return qs
 }
@@ -324,7 +328,7 @@ func printDig(server, who string, qs []question) {
 		m.SetQuestion(q.name, q.qtype)
 		m.Question[0].Qclass = q.class
 		m.RecursionDesired = q.recurse
-		if q.recurse {
+		if q.dnssec {
 			m.SetEdns0(1232, true)
 		}
 		in, err := localcluster.Exchange("udp", server, m)
