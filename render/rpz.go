@@ -123,7 +123,7 @@ func rpzClause(zone string, p *bindv1alpha1.BindPolicy) string {
 		s += " max-policy-ttl " + strconv.Itoa(int(*p.Spec.MaxPolicyTTL))
 	}
 	// Rule edits reach named as a reload of the zone: apply them at once
-	// (BIND's default waits up to 60 s between policy zone updates).
+	// (BIND otherwise spaces policy zone updates by its default interval).
 	s += " min-update-interval 0"
 	if p.Spec.Log == nil || *p.Spec.Log {
 		s += " log yes"
