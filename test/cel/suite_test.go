@@ -18,7 +18,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testkit.Main(m, testkit.Options{}, func(s *testkit.Suite) error {
+	testkit.Main(m, testkit.Options{Benchmarks: true}, func(s *testkit.Suite) error {
 		k8sClient = s.Client
 		return nil
 	})

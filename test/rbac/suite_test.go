@@ -76,7 +76,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	testkit.Main(m, testkit.Options{Requires: []string{"named-checkconf"}}, func(s *testkit.Suite) error {
+	testkit.Main(m, testkit.Options{Benchmarks: true, Requires: []string{"named-checkconf"}}, func(s *testkit.Suite) error {
 		k8sClient, adminConfig = s.Client, s.Config
 		if err := installRBAC(s.Client); err != nil {
 			return err

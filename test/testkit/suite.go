@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,6 +46,11 @@ type Options struct {
 	// install, pointed at a local serving address (Suite.Webhook) whose
 	// CA the API server trusts.
 	WebhookPaths []string
+	// Benchmarks says the package has benchmarks that need the suite.
+	// Without it, a run that selects no test (`make bench`: -run '^$')
+	// starts nothing: an API server and managers brought up for nothing
+	// only fill the benchmark output with their shutdown errors.
+	Benchmarks bool
 }
 
 // Suite is the API server a package's tests run against.
@@ -73,6 +79,12 @@ func Main(m *testing.M, opts Options, setup func(*Suite) error) {
 }
 
 func run(m *testing.M, opts Options, setup func(*Suite) error) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if runsNoTest() && (!opts.Benchmarks || flagValue("test.bench") == "") {
+		return m.Run()
+	}
 	ctrl.SetLogger(logger(opts))
 	gomega.SetDefaultEventuallyTimeout(EventuallyTimeout)
 	gomega.SetDefaultEventuallyPollingInterval(PollingInterval)
@@ -208,4 +220,17 @@ func logger(opts Options) logr.Logger {
 		level = -1
 	}
 	return zap.New(zap.WriteTo(os.Stderr), zap.Level(level))
+}
+
+// runsNoTest reports whether -run selects no test at all, as `make bench`
+// asks with -run '^$'.
+func runsNoTest() bool {
+	return flagValue("test.run") == "^$"
+}
+
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }

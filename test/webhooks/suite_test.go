@@ -39,7 +39,7 @@ var (
 var podCIDR = netip.MustParsePrefix("198.18.128.0/17")
 
 func TestMain(m *testing.M) {
-	opts := testkit.Options{WebhookPaths: []string{filepath.Join(testkit.RepoRoot(), "config", "webhook")}}
+	opts := testkit.Options{Benchmarks: true, WebhookPaths: []string{filepath.Join(testkit.RepoRoot(), "config", "webhook")}}
 	testkit.Main(m, opts, func(s *testkit.Suite) error {
 		k8sClient, restCfg = s.Client, s.Config
 		wo := s.Webhook
