@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +56,15 @@ func (w *BindCatalogZoneWebhook) validate(ctx context.Context, c *v1alpha1.BindC
 	f.expect(ctx, "spec.transferKeyRef", "BindTSIGKey", c.Spec.TransferKeyRef.Name, &v1alpha1.BindTSIGKey{}, &warns)
 	f.remoteServerRefs(ctx, "spec.defaultPrimaries", c.Spec.DefaultPrimaries, &warns)
 	errs = append(errs, zoneNameTaken(ctx, f, c.Spec.ClusterRef.Name, "", string(c.Spec.ZoneName), "BindCatalogZone", c.Name, spec.Child("zoneName"), &warns)...)
+	var views v1alpha1.BindViewList
+	if f.list(ctx, &views, &warns) {
+		for _, v := range views.Items {
+			if v.Spec.ClusterRef.Name == c.Spec.ClusterRef.Name {
+				errs = append(errs, field.Invalid(spec.Child("clusterRef", "name"), c.Spec.ClusterRef.Name, fmt.Sprintf("BindCluster %q has views (e.g. %q), and catalog zones cannot be used with views yet; use a cluster without views, or add the zones without a catalog", v.Spec.ClusterRef.Name, v.Name)))
+				break
+			}
+		}
+	}
 	return warns, invalid("BindCatalogZone", c.Name, errs)
 }
 

@@ -64,6 +64,15 @@ func (w *BindViewWebhook) validate(ctx context.Context, v *v1alpha1.BindView) (a
 			errs = append(errs, field.Invalid(spec.Child("forwarders"), len(v.Spec.Forwarders), fmt.Sprintf("BindCluster %q is Authoritative, so the view does not recurse and forwarders would never be used; remove them or use a Resolver cluster", cluster.Name)))
 		}
 	}
+	var catalogs v1alpha1.BindCatalogZoneList
+	if f.list(ctx, &catalogs, &warns) {
+		for _, c := range catalogs.Items {
+			if c.Spec.ClusterRef.Name == v.Spec.ClusterRef.Name {
+				errs = append(errs, field.Invalid(spec.Child("clusterRef", "name"), v.Spec.ClusterRef.Name, fmt.Sprintf("BindCluster %q has catalog zone %q, and catalog zones cannot be used with views yet; delete the catalog first, or put the view on a cluster without catalogs", c.Spec.ClusterRef.Name, c.Name)))
+				break
+			}
+		}
+	}
 	f.addressListRefs(ctx, "spec.matchClients", v.Spec.MatchClients, &warns)
 	f.addressListRefs(ctx, "spec.matchDestinations", v.Spec.MatchDestinations, &warns)
 	f.addressListRefs(ctx, "spec.allowRecursion", v.Spec.AllowRecursion, &warns)
