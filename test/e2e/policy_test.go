@@ -55,8 +55,11 @@ func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1
 	feed := a.catalogZone("feed", policyFeed, "", v1.RecordSet{Name: v1.RecordName("fed." + policyZone), Type: "CNAME", Values: []string{"portal." + policyZone + "."}})
 	feed.Spec.AllowTransfer = []v1.AddressMatchElement{{Address: localcluster.PodCIDR.String()}}
 	testkit.Must(t, env.Client.Create(ctx, feed))
-	upstreamIP, err := env.Cluster.ServiceIP(ctx, ns, a.Name)
-	testkit.Must(t, err)
+	var upstreamIP string
+	NewWithT(t).Eventually(func() (err error) {
+		upstreamIP, err = env.Cluster.ServiceIP(ctx, ns, a.Name)
+		return err
+	}).WithContext(ctx).Should(Succeed(), "the upstream's query Service has an address")
 	clients := []v1.AddressMatchElement{{Address: localcluster.NodeIP.String()}, {Address: localcluster.OutsiderIP.String()}}
 	testkit.Must(t, env.Client.Create(ctx, &v1.BindCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "resolver"},
