@@ -56,6 +56,7 @@ func writeDNSSECPolicy(c *conf, p *bindv1alpha1.BindDNSSECPolicy) {
 		{"signatures-refresh", s.SignaturesRefresh},
 		{"signatures-validity", s.SignaturesValidity},
 		{"signatures-validity-dnskey", s.SignaturesValidityDNSKEY},
+		{"signatures-jitter", s.SignaturesJitter},
 		{"zone-propagation-delay", s.ZonePropagationDelay},
 		{"parent-ds-ttl", s.ParentDSTTL},
 		{"parent-propagation-delay", s.ParentPropagationDelay},

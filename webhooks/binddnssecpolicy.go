@@ -60,6 +60,11 @@ func (w *BindDNSSECPolicyWebhook) validate(ctx context.Context, p *v1alpha1.Bind
 			warns = append(warns, "spec.nsec3.saltLength: RFC 9276 recommends no salt")
 		}
 	}
+	for i, k := range p.Spec.Keys {
+		if d, err := ParseBINDDuration(k.Lifetime); err == nil && k.Lifetime != v1alpha1.DNSSECLifetimeUnlimited && d < 30*24*time.Hour {
+			warns = append(warns, fmt.Sprintf("spec.keys[%d].lifetime: %s is shorter than 30 days; the key rolls that often, each rollover publishing new keys (BIND warns the same)", i, k.Lifetime))
+		}
+	}
 	errs := ValidateBindDNSSECPolicySpec(&p.Spec, field.NewPath("spec"))
 	if len(errs) == 0 {
 		errs = w.Checker.CheckDNSSECPolicy(ctx, p, &warns)
@@ -89,7 +94,7 @@ func ValidateBindDNSSECPolicySpec(s *v1alpha1.BindDNSSECPolicySpec, fldPath *fie
 	for _, o := range []struct {
 		n string
 		v v1alpha1.BINDDuration
-	}{{"dnskeyTTL", s.DNSKEYTTL}, {"maxZoneTTL", s.MaxZoneTTL}, {"publishSafety", s.PublishSafety}, {"retireSafety", s.RetireSafety}, {"purgeKeys", s.PurgeKeys}, {"zonePropagationDelay", s.ZonePropagationDelay}, {"parentDSTTL", s.ParentDSTTL}, {"parentPropagationDelay", s.ParentPropagationDelay}} {
+	}{{"dnskeyTTL", s.DNSKEYTTL}, {"maxZoneTTL", s.MaxZoneTTL}, {"signaturesJitter", s.SignaturesJitter}, {"publishSafety", s.PublishSafety}, {"retireSafety", s.RetireSafety}, {"purgeKeys", s.PurgeKeys}, {"zonePropagationDelay", s.ZonePropagationDelay}, {"parentDSTTL", s.ParentDSTTL}, {"parentPropagationDelay", s.ParentPropagationDelay}} {
 		dur(o.n, o.v)
 	}
 	if hasRefresh && hasValidity && refresh >= validity {
@@ -102,10 +107,11 @@ func ValidateBindDNSSECPolicySpec(s *v1alpha1.BindDNSSECPolicySpec, fldPath *fie
 		if k.Lifetime == "" || k.Lifetime == v1alpha1.DNSSECLifetimeUnlimited {
 			continue
 		}
-		if d, err := ParseBINDDuration(k.Lifetime); err != nil {
+		// A lifetime too short for one rollover under the policy's TTLs
+		// and margins is BIND's to judge (CheckDNSSECPolicy runs
+		// named-checkconf); short ones that fit are allowed, with a warning.
+		if _, err := ParseBINDDuration(k.Lifetime); err != nil {
 			errs = append(errs, field.Invalid(fldPath.Child("keys").Index(i).Child("lifetime"), k.Lifetime, err.Error()))
-		} else if d < time.Hour {
-			errs = append(errs, field.Invalid(fldPath.Child("keys").Index(i).Child("lifetime"), k.Lifetime, "a key lifetime under an hour would roll keys constantly; use unlimited or e.g. P90D"))
 		}
 	}
 	return errs

@@ -133,6 +133,13 @@ type BindDNSSECPolicySpec struct {
 	// +optional
 	SignaturesValidityDNSKEY BINDDuration `json:"signaturesValidityDNSKEY,omitempty"`
 
+	// signaturesJitter spreads signature expiry over this window so that
+	// re-signing does not happen all at once. BIND needs it no longer than
+	// signaturesValidity and signaturesValidityDNSKEY; its default is 12
+	// hours, so short validities (and short key lifetimes) need it set.
+	// +optional
+	SignaturesJitter BINDDuration `json:"signaturesJitter,omitempty"`
+
 	// zonePropagationDelay is how long a change takes to reach every secondary.
 	// +optional
 	ZonePropagationDelay BINDDuration `json:"zonePropagationDelay,omitempty"`

@@ -226,7 +226,7 @@ var badCases = []badCase{
 	// BindDNSSECPolicy.
 	{"signatures refreshed after expiry", dnssec(func(s *v1alpha1.BindDNSSECPolicySpec) { s.SignaturesRefresh, s.SignaturesValidity = "P20D", "P14D" }), "spec.signaturesRefresh", "shorter than signaturesValidity"},
 	{"DNSKEY signatures refreshed after expiry", dnssec(func(s *v1alpha1.BindDNSSECPolicySpec) { s.SignaturesRefresh, s.SignaturesValidityDNSKEY = "5d", "4d" }), "spec.signaturesRefresh", "signaturesValidityDNSKEY"},
-	{"key lifetime too short", dnssec(func(s *v1alpha1.BindDNSSECPolicySpec) { s.Keys[0].Lifetime = "PT5M" }), "spec.keys[0].lifetime", "under an hour"},
+	{"key lifetime shorter than one rollover", dnssec(func(s *v1alpha1.BindDNSSECPolicySpec) { s.Keys[0].Lifetime = "PT5M" }), "spec.keys", "key lifetime is shorter than the time it takes to do a rollover"},
 }
 
 // TestBadObjects creates every bad object through the API server and
