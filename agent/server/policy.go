@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
@@ -105,35 +104,4 @@ func (a *Agent) applyPolicy(ctx context.Context, ref agent.ZoneRef, policy strin
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-}
-
-// replaceFile writes content to path atomically: a reader (named) sees the
-// old file or the new one, never a part.
-func replaceFile(path, content string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("policy zone file: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".policy-*")
-	if err != nil {
-		return fmt.Errorf("policy zone file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		return fmt.Errorf("policy zone file: %w", err)
-	}
-	// Readable by named, which may run as another user sharing the
-	// volume's group.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("policy zone file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("policy zone file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("policy zone file: %w", err)
-	}
-	return nil
 }

@@ -192,45 +192,6 @@ func (a *Agent) record(ops []ensureOp, results []agent.EnsureZoneResult) error {
 	return err
 }
 
-// writeIfMissing creates path with content unless it exists. The content
-// goes to a temporary file first and is linked into place, which fails if
-// the path exists: named never sees a half-written seed, and a zone file
-// that holds dynamic updates is never replaced.
-func writeIfMissing(path, content string) (bool, error) {
-	if _, err := os.Lstat(path); err == nil {
-		return false, nil
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, fmt.Errorf("seed: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".seed-*")
-	if err != nil {
-		return false, fmt.Errorf("seed: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("seed: %w", err)
-	}
-	// The file must be readable by named, which may run as another user
-	// sharing the volume's group.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("seed: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("seed: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return false, nil
-		}
-		return false, fmt.Errorf("seed: %w", err)
-	}
-	return true, nil
-}
-
 // deleteZone removes a zone (delzone, with -clean when the agent wrote
 // its file) and forgets it. Deleting an absent zone succeeds.
 func (a *Agent) deleteZone(ctx context.Context, ref agent.ZoneRef) (agent.DeleteZoneResult, error) {

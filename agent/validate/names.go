@@ -83,20 +83,27 @@ func ViewName(view string) error {
 	if view == "" {
 		return nil
 	}
-	if len(view) > MaxViewNameLength {
-		return fail("view", "name is %d characters long, the limit is %d", len(view), MaxViewNameLength)
+	return objectName("view", view, MaxViewNameLength)
+}
+
+// objectName checks a Kubernetes-style object name of at most max
+// characters: lowercase letters, digits, '-' and '.', starting and ending
+// alphanumeric, no "..".
+func objectName(field, name string, max int) error {
+	if len(name) > max {
+		return fail(field, "name is %d characters long, the limit is %d", len(name), max)
 	}
-	for i := 0; i < len(view); i++ {
-		c := view[i]
+	for i := 0; i < len(name); i++ {
+		c := name[i]
 		if !(isLowerAlnum(c) || c == '-' || c == '.') {
-			return fail("view", "name %q contains %q; only lowercase letters, digits, '-' and '.' are allowed", clip(view), rune(c))
+			return fail(field, "name %q contains %q; only lowercase letters, digits, '-' and '.' are allowed", clip(name), rune(c))
 		}
 	}
-	if !isLowerAlnum(view[0]) || !isLowerAlnum(view[len(view)-1]) {
-		return fail("view", "name %q must start and end with a letter or digit", clip(view))
+	if !isLowerAlnum(name[0]) || !isLowerAlnum(name[len(name)-1]) {
+		return fail(field, "name %q must start and end with a letter or digit", clip(name))
 	}
-	if strings.Contains(view, "..") {
-		return fail("view", "name %q contains \"..\"", clip(view))
+	if strings.Contains(name, "..") {
+		return fail(field, "name %q contains \"..\"", clip(name))
 	}
 	return nil
 }

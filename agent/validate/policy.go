@@ -13,15 +13,10 @@ var policyActions = map[string]bool{".": true, "*.": true, "rpz-passthru.": true
 // PolicyName checks the BindPolicy name a policy request carries for the
 // zone file's header: a Kubernetes object name.
 func PolicyName(name string) error {
-	if name == "" || len(name) > 253 {
-		return fail("policy", "name must be 1 to 253 characters long")
+	if name == "" {
+		return fail("policy", "name is empty")
 	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; !isLowerAlnum(c) && c != '-' && c != '.' {
-			return fail("policy", "name %q contains %q; only lowercase letters, digits, '-' and '.' are allowed", clip(name), rune(c))
-		}
-	}
-	return nil
+	return objectName("policy", name, 253)
 }
 
 // PolicyRecords checks the records of a policy request: at most

@@ -1,0 +1,71 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// stageFile writes content to a temporary file in path's directory (made
+// if missing) and returns its name; the caller links or renames it into
+// place and removes the name afterwards. The file is readable by named,
+// which may run as another user sharing the volume's group.
+func stageFile(path, content string) (string, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".stage-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.WriteString(content)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+// writeIfMissing creates path with content unless it exists. The content
+// is staged and linked into place, which fails if the path exists: named
+// never sees a half-written seed, and a zone file that holds dynamic
+// updates is never replaced.
+func writeIfMissing(path, content string) (bool, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return false, nil
+	}
+	tmp, err := stageFile(path, content)
+	if err != nil {
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("seed: %w", err)
+	}
+	return true, nil
+}
+
+// replaceFile writes content to path atomically (staged, then renamed): a
+// reader such as named sees the old file or the new one, never a part.
+func replaceFile(path, content string) error {
+	tmp, err := stageFile(path, content)
+	if err != nil {
+		return fmt.Errorf("zone file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("zone file: %w", err)
+	}
+	return nil
+}
