@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -164,7 +164,7 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 			if z.Spec.DNSSECPolicyRef != nil && z.Status.DNSSEC != nil {
 				ds = z.Status.DNSSEC.DS
 			}
-			f.Zones[strings.TrimSuffix(strings.ToLower(string(z.Spec.ZoneName)), ".")] = ds
+			f.Zones[records.CanonicalZone(string(z.Spec.ZoneName))] = ds
 		}
 		out[name] = f
 	}

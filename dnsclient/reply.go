@@ -166,22 +166,3 @@ func (f *axfrFrame) end(last dns.RR) (uint32, error) {
 	}
 	return f.first.Serial, nil
 }
-
-// checkTransfer validates a whole AXFR (see axfrFrame) and returns the
-// records without the closing SOA.
-func checkTransfer(zone string, rrs []dns.RR) ([]dns.RR, error) {
-	f := axfrFrame{zone: dns.Fqdn(strings.ToLower(zone))}
-	for _, rr := range rrs {
-		if err := f.next(rr); err != nil {
-			return nil, err
-		}
-	}
-	var last dns.RR
-	if len(rrs) > 0 {
-		last = rrs[len(rrs)-1]
-	}
-	if _, err := f.end(last); err != nil {
-		return nil, err
-	}
-	return rrs[:len(rrs)-1], nil
-}

@@ -157,3 +157,22 @@ func TestTransferRefusalsAreRcodeErrors(t *testing.T) {
 		})
 	}
 }
+
+// checkTransfer runs a whole AXFR through axfrFrame, as AXFREach does and returns the
+// records without the closing SOA.
+func checkTransfer(zone string, rrs []dns.RR) ([]dns.RR, error) {
+	f := axfrFrame{zone: dns.Fqdn(strings.ToLower(zone))}
+	for _, rr := range rrs {
+		if err := f.next(rr); err != nil {
+			return nil, err
+		}
+	}
+	var last dns.RR
+	if len(rrs) > 0 {
+		last = rrs[len(rrs)-1]
+	}
+	if _, err := f.end(last); err != nil {
+		return nil, err
+	}
+	return rrs[:len(rrs)-1], nil
+}

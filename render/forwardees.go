@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // Forwardee is a BindCluster that a forwarder names (clusterRef): where its
@@ -78,7 +79,7 @@ func (m *model) forwardedTrust() (except []string, anchors []trustAnchor, err er
 			for _, f := range z.Spec.Forwarders {
 				allClusters = allClusters && f.ClusterRef != nil
 			}
-			name := strings.TrimSuffix(strings.ToLower(string(z.Spec.ZoneName)), ".")
+			name := records.CanonicalZone(string(z.Spec.ZoneName))
 			if !allClusters || seen[name] {
 				continue
 			}
