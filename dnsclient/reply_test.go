@@ -158,7 +158,7 @@ func TestTransferRefusalsAreRcodeErrors(t *testing.T) {
 	}
 }
 
-// checkTransfer runs a whole AXFR through axfrFrame, as AXFREach does and returns the
+// checkTransfer runs a whole AXFR through axfrFrame, as AXFREach does, and returns the
 // records without the closing SOA.
 func checkTransfer(zone string, rrs []dns.RR) ([]dns.RR, error) {
 	f := axfrFrame{zone: dns.Fqdn(strings.ToLower(zone))}
