@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -60,31 +61,12 @@ func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alp
 	for i, rec := range recs {
 		req.Records[i] = agent.PolicyRecord(rec)
 	}
-	// Every pod at once: an edit is enforced when the slowest pod has it.
-	errs := make([]string, len(pods)*len(views))
-	var wg sync.WaitGroup
-	for i, pod := range pods {
-		for j, view := range views {
-			req := req
-			req.View = view
-			wg.Go(func() {
-				if err := r.applyPolicyOn(ctx, &c, pod, req); err != nil {
-					where := pod.Pod
-					if view != "" {
-						where += " (view " + view + ")"
-					}
-					errs[i*len(views)+j] = where + ": " + err.Error()
-				}
-			})
-		}
-	}
-	wg.Wait()
-	var failed []string
-	for _, e := range errs {
-		if e != "" {
-			failed = append(failed, e)
-		}
-	}
+	failed := r.onEveryPod(ctx, &c, pods, views, func(ctx context.Context, ac *agent.Client, view string) error {
+		req := req
+		req.View = view
+		_, err := ac.ApplyPolicy(ctx, req)
+		return err
+	})
 	if len(failed) > 0 {
 		notReady("%d of %d pod(s) of BindCluster %q do not enforce the current rules yet: %s", len(failed), len(pods)*len(views), c.Name, strings.Join(failed, "; "))
 		return
@@ -96,25 +78,21 @@ func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alp
 // observeFeed reports whether every pod has transferred a feed's policy
 // zone from its primaries (named's zone status through the agent).
 func (r *ConfigStatusReconciler) observeFeed(ctx context.Context, p *bindv1alpha1.BindPolicy, c *bindv1alpha1.BindCluster, pods []PodEndpoint, views []string, zone string, status *bindv1alpha1.BindPolicyStatus) {
-	var missing []string
+	var mu sync.Mutex
 	serials := map[uint32]bool{}
-	for _, pod := range pods {
-		for _, view := range views {
-			st, err := r.feedStatus(ctx, c, pod, agent.ZoneRef{View: view, Zone: zone})
-			where := pod.Pod
-			if view != "" {
-				where += " (view " + view + ")"
-			}
-			switch {
-			case err != nil:
-				missing = append(missing, where+": "+err.Error())
-			case !st.Loaded:
-				missing = append(missing, where+": no transfer yet")
-			default:
-				serials[st.Serial] = true
-			}
+	missing := r.onEveryPod(ctx, c, pods, views, func(ctx context.Context, ac *agent.Client, view string) error {
+		st, err := ac.ZoneStatus(ctx, agent.ZoneRef{View: view, Zone: zone})
+		if err != nil {
+			return err
 		}
-	}
+		if !st.Loaded {
+			return errors.New("no transfer yet")
+		}
+		mu.Lock()
+		serials[st.Serial] = true
+		mu.Unlock()
+		return nil
+	})
 	if len(missing) > 0 {
 		setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded,
 			agent.Bound(fmt.Sprintf("%d of %d pod(s) of BindCluster %q have not transferred the feed %s from its primaries: %s", len(missing), len(pods)*len(views), c.Name, zone, strings.Join(missing, "; "))))
@@ -124,25 +102,36 @@ func (r *ConfigStatusReconciler) observeFeed(ctx context.Context, p *bindv1alpha
 		fmt.Sprintf("every pod of BindCluster %q (%d) transferred the feed %s from its primaries (serials %v).", c.Name, len(pods), zone, slices.Sorted(maps.Keys(serials))))
 }
 
-func (r *ConfigStatusReconciler) feedStatus(ctx context.Context, c *bindv1alpha1.BindCluster, pod PodEndpoint, ref agent.ZoneRef) (agent.ZoneStatus, error) {
-	ac, err := r.agents.get(ctx, c, pod.AgentAddr)
-	if err != nil {
-		return agent.ZoneStatus{}, err
+// onEveryPod runs call against every pod's agent for every view, all at
+// once (an edit is enforced when the slowest pod has it), each bounded by
+// policyApplyTimeout. It returns one "pod (view v): error" per failure.
+func (r *ConfigStatusReconciler) onEveryPod(ctx context.Context, c *bindv1alpha1.BindCluster, pods []PodEndpoint, views []string, call func(context.Context, *agent.Client, string) error) []string {
+	errs := make([]string, len(pods)*len(views))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		for j, view := range views {
+			wg.Go(func() {
+				err := func() error {
+					ac, err := r.agents.get(ctx, c, pod.AgentAddr)
+					if err != nil {
+						return err
+					}
+					ctx, cancel := context.WithTimeout(ctx, policyApplyTimeout)
+					defer cancel()
+					return call(ctx, ac, view)
+				}()
+				if err != nil {
+					where := pod.Pod
+					if view != "" {
+						where += " (view " + view + ")"
+					}
+					errs[i*len(views)+j] = where + ": " + err.Error()
+				}
+			})
+		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, policyApplyTimeout)
-	defer cancel()
-	return ac.ZoneStatus(ctx, ref)
-}
-
-func (r *ConfigStatusReconciler) applyPolicyOn(ctx context.Context, c *bindv1alpha1.BindCluster, pod PodEndpoint, req agent.PolicyRequest) error {
-	ac, err := r.agents.get(ctx, c, pod.AgentAddr)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, policyApplyTimeout)
-	defer cancel()
-	_, err = ac.ApplyPolicy(ctx, req)
-	return err
+	wg.Wait()
+	return slices.DeleteFunc(errs, func(e string) bool { return e == "" })
 }
 
 // policyViews are the views that hold the policy zone, as the render puts
