@@ -30,13 +30,7 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	allInNamespace := handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &bindv1alpha1.BindZone{}, indexZoneForwardsTo, func(o client.Object) []string {
-		var names []string
-		for _, f := range o.(*bindv1alpha1.BindZone).Spec.Forwarders {
-			if f.ClusterRef != nil {
-				names = append(names, f.ClusterRef.Name)
-			}
-		}
-		return names
+		return forwardedClusters(o.(*bindv1alpha1.BindZone).Spec.Forwarders)
 	}); err != nil {
 		return err
 	}
@@ -112,7 +106,7 @@ func (r *BindClusterReconciler) clustersForwardingTo(ctx context.Context, namesp
 		names[z.Spec.ClusterRef.Name] = true
 	}
 	forwardsThere := func(fw []bindv1alpha1.Forwarder) bool {
-		return slices.ContainsFunc(fw, func(f bindv1alpha1.Forwarder) bool { return f.ClusterRef != nil && f.ClusterRef.Name == target })
+		return slices.Contains(forwardedClusters(fw), target)
 	}
 	var views bindv1alpha1.BindViewList
 	if err := r.Client.List(ctx, &views, client.InNamespace(namespace)); err != nil {

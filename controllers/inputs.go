@@ -106,21 +106,26 @@ func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.Bin
 // forwardTargets are the BindClusters the cluster's forwarders name.
 func forwardTargets(in *render.Input) []string {
 	var names []string
-	add := func(fw []bindv1alpha1.Forwarder) {
-		for _, f := range fw {
-			if f.ClusterRef != nil && !slices.Contains(names, f.ClusterRef.Name) {
-				names = append(names, f.ClusterRef.Name)
-			}
-		}
-	}
 	if r := in.Cluster.Spec.Recursion; r != nil {
-		add(r.Forwarders)
+		names = append(names, forwardedClusters(r.Forwarders)...)
 	}
 	for _, v := range in.Views {
-		add(v.Spec.Forwarders)
+		names = append(names, forwardedClusters(v.Spec.Forwarders)...)
 	}
 	for _, z := range in.Zones {
-		add(z.Spec.Forwarders)
+		names = append(names, forwardedClusters(z.Spec.Forwarders)...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// forwardedClusters are the BindClusters a forwarders list names.
+func forwardedClusters(fw []bindv1alpha1.Forwarder) []string {
+	var names []string
+	for _, f := range fw {
+		if f.ClusterRef != nil {
+			names = append(names, f.ClusterRef.Name)
+		}
 	}
 	return names
 }
