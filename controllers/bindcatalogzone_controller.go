@@ -131,7 +131,7 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 	var secs []uint32
 	var behind []PodEndpoint
 	secondaries := slices.DeleteFunc(slices.Clone(pods), func(p PodEndpoint) bool { return p.Primary })
-	for i, st := range servedSerials(ctx, secondaries, zone) {
+	for i, st := range servedSerials(ctx, secondaries, nil, zone) {
 		if st.Serial == nil {
 			continue
 		}

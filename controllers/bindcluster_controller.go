@@ -133,6 +133,9 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if in.ViewKeys, err = viewKeys(currentKeys, in.Views, true); err != nil {
+		return ctrl.Result{}, err
+	}
 	rendered, err := render.Render(in)
 	if err != nil {
 		// Usually something referenced does not exist yet (a key's Secret):
@@ -143,6 +146,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	rendered.SecretData[controlKeyEntry] = []byte(ctlKey.Secret)
+	keepViewKeys(rendered.SecretData, in.ViewKeys)
 	hash := render.ConfigHash(rendered)
 	tlsEntries, err := r.agentTLS(ctx, cluster, currentKeys)
 	if err != nil {

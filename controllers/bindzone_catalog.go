@@ -31,7 +31,7 @@ func (r *BindZoneReconciler) ensureCatalogMember(ctx context.Context, zone *bind
 	}
 	owner := catalogMemberOwner(cat, t.zoneName)
 	want := []string{records.ZoneFQDN(t.zoneName)}
-	if vals, _, err := servedValues(ctx, t.srv.Addr, owner, dns.TypePTR); err == nil && slices.Equal(vals, want) {
+	if vals, _, err := servedValues(ctx, t.srv, owner, dns.TypePTR); err == nil && slices.Equal(vals, want) {
 		return nil
 	}
 	srv := ZoneServer{Addr: t.srv.Addr, Key: key}

@@ -98,7 +98,7 @@ func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return r.finalize(ctx, &zone)
 	}
 	status := zone.Status.DeepCopy()
-	if zone.Spec.Type == bindv1alpha1.ZoneSecondary && zone.Spec.ViewRef == nil {
+	if zone.Spec.Type == bindv1alpha1.ZoneSecondary {
 		status.ObservedGeneration = zone.Generation
 		res := r.observeSecondary(ctx, &zone, status)
 		return res, patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
@@ -24,9 +25,8 @@ const secondaryRecheck = 10 * time.Second
 // observeSecondary reports a Secondary zone (declared in named.conf; every
 // pod transfers it from spec.primaries): Ready only once every pod serves
 // it, with each pod's serial in status.secondaries and the newest in
-// status.serial. A zone in a view is not observed: the operator's queries
-// would be answered by whichever view matches the operator, not the
-// zone's.
+// status.serial. The queries of a zone in a view are signed with the view's
+// key, which selects the view.
 func (r *BindZoneReconciler) observeSecondary(ctx context.Context, zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus) ctrl.Result {
 	var cluster bindv1alpha1.BindCluster
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: zone.Spec.ClusterRef.Name}, &cluster); err != nil {
@@ -43,10 +43,19 @@ func (r *BindZoneReconciler) observeSecondary(ctx context.Context, zone *bindv1a
 			fmt.Sprintf("BindCluster %q has no pods with an address yet.", cluster.Name))
 		return ctrl.Result{RequeueAfter: secondaryRecheck}
 	}
+	var key *dnsclient.Key
+	if ref := zone.Spec.ViewRef; ref != nil {
+		k, err := viewKey(ctx, r.Client, &cluster, ref.Name)
+		if err != nil {
+			setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonNotTransferred, err.Error())
+			return ctrl.Result{RequeueAfter: secondaryRecheck}
+		}
+		key = &k
+	}
 	name := records.CanonicalZone(string(zone.Spec.ZoneName))
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	secs := servedSerials(qctx, pods, name)
+	secs := servedSerials(qctx, pods, key, name)
 	var missing []string
 	var newest *uint32
 	for _, st := range secs {

@@ -39,13 +39,13 @@ func (r *BindZoneReconciler) report(zone *bindv1alpha1.BindZone, status *bindv1a
 func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) bool {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	primary, err := soaSerial(qctx, t.primary().DNSAddr, t.zoneName)
+	primary, err := soaSerial(qctx, t.primary().DNSAddr, t.xfrKey, t.zoneName)
 	if err != nil {
 		status.Serial = nil
 		return false
 	}
 	status.Serial = ptr.To(int64(primary))
-	secs := servedSerials(qctx, t.secondaries(), t.zoneName)
+	secs := servedSerials(qctx, t.secondaries(), t.xfrKey, t.zoneName)
 	all := true
 	for i := range secs {
 		secs[i].InSync = secs[i].Serial != nil && *secs[i].Serial == int64(primary)
@@ -58,11 +58,11 @@ func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, 
 // servedSerials asks each pod for the zone's serial and returns, per pod,
 // the serial it serves: nil when it does not answer for the zone. InSync
 // is the caller's to set. ctx bounds all the queries.
-func servedSerials(ctx context.Context, pods []PodEndpoint, zone string) []bindv1alpha1.SecondaryZoneStatus {
+func servedSerials(ctx context.Context, pods []PodEndpoint, key *dnsclient.Key, zone string) []bindv1alpha1.SecondaryZoneStatus {
 	out := make([]bindv1alpha1.SecondaryZoneStatus, 0, len(pods))
 	for _, p := range pods {
 		st := bindv1alpha1.SecondaryZoneStatus{Pod: p.Pod}
-		if serial, err := soaSerial(ctx, p.DNSAddr, zone); err == nil {
+		if serial, err := soaSerial(ctx, p.DNSAddr, key, zone); err == nil {
 			st.Serial = ptr.To(int64(serial))
 		}
 		out = append(out, st)
@@ -79,9 +79,10 @@ func capSecondaries(secs []bindv1alpha1.SecondaryZoneStatus) []bindv1alpha1.Seco
 	return secs
 }
 
-// soaSerial asks one named for a zone's serial (unsigned, TCP).
-func soaSerial(ctx context.Context, addr, zone string) (uint32, error) {
-	c, err := dnsclient.New(addr, nil, dnsclient.Options{Timeout: 5 * time.Second})
+// soaSerial asks one named for a zone's serial over TCP, signed with key
+// when there is one (a zone in a view is only reachable with its key).
+func soaSerial(ctx context.Context, addr string, key *dnsclient.Key, zone string) (uint32, error) {
+	c, err := dnsclient.New(addr, key, dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return 0, err
 	}

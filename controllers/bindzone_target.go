@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -86,41 +87,19 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 	if err != nil {
 		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
-	keyObj, err := OperatorKeyRef(ctx, r.Client, &cluster, zone)
-	if err != nil {
-		return nil, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), time.Minute}
-	}
 	t.effective = zone.DeepCopy()
-	t.effective.Spec.UpdateKeyRef = &bindv1alpha1.LocalObjectReference{Name: keyObj}
-
 	in, err := gatherInput(ctx, r.Client, &cluster, addr, clauseControlKey, r.Paths)
 	if err != nil {
 		return nil, &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("the zone's configuration inputs are incomplete: %v", err), 30 * time.Second}
 	}
 	in.PrimaryPort = port
-	in.Zones = []bindv1alpha1.BindZone{*t.effective}
-	if _, ok := in.Keys[keyObj]; !ok {
-		var k bindv1alpha1.BindTSIGKey
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: keyObj}, &k); err != nil {
-			return nil, &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("BindTSIGKey %q: %v", keyObj, err), 30 * time.Second}
-		}
-		m, err := keyMaterial(ctx, r.Client, &k)
-		if err != nil {
-			return nil, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
-		}
-		in.Keys[keyObj] = m
+	if err := r.targetKeys(ctx, t, &in); err != nil {
+		return nil, err
 	}
 	t.in = in
 	t.clauses = map[render.Paths]*render.ZoneClauses{}
 	if _, err := t.clause(nil, render.ZoneRolePrimary, nil); err != nil {
 		return nil, err
-	}
-	if xfr, err := TransferKeyRef(ctx, r.Client, &cluster, zone); err == nil && xfr != "" {
-		k, err := loadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
-		if err != nil {
-			return nil, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
-		}
-		t.xfrKey = &k
 	}
 	if t.pods, err = r.Endpoints.Pods(ctx, &cluster); err != nil {
 		return nil, err
@@ -132,6 +111,69 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
 	return t, nil
+}
+
+// targetKeys settles which keys the zone's clause grants and the operator
+// signs with. A zone in a view uses the view's key for everything (render
+// grants it); any other zone is updated with its operator key
+// (OperatorKeyRef, granted through the effective updateKeyRef) and
+// replicated with the cluster's transfer key K.
+func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *render.Input) error {
+	zone, cluster := t.effective, t.cluster
+	in.Zones = []bindv1alpha1.BindZone{*zone}
+	if len(in.Views) > 0 {
+		data, err := keysData(ctx, r.Client, cluster)
+		if err != nil {
+			return err
+		}
+		if in.ViewKeys, err = viewKeys(data, in.Views, false); err != nil {
+			return err
+		}
+		// Only the zone's own view matters to its clause: views whose
+		// key is not there yet are left out rather than failing it.
+		in.Views = slices.DeleteFunc(in.Views, func(v bindv1alpha1.BindView) bool {
+			_, ok := in.ViewKeys[v.Name]
+			return !ok
+		})
+	}
+	if t.view != "" {
+		k, ok := in.ViewKeys[t.view]
+		if !ok {
+			return &problem{bindv1alpha1.ReasonPrimaryNotReady, errViewKeyMissing(cluster, t.view).Error(), 5 * time.Second}
+		}
+		dk, err := dnsclient.NewKey(k.Name, k.Algorithm, k.Secret)
+		if err != nil {
+			return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
+		}
+		t.xfrKey = &dk
+		return nil
+	}
+
+	keyObj, err := OperatorKeyRef(ctx, r.Client, cluster, zone)
+	if err != nil {
+		return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), time.Minute}
+	}
+	zone.Spec.UpdateKeyRef = &bindv1alpha1.LocalObjectReference{Name: keyObj}
+	in.Zones = []bindv1alpha1.BindZone{*zone}
+	if _, ok := in.Keys[keyObj]; !ok {
+		var k bindv1alpha1.BindTSIGKey
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: keyObj}, &k); err != nil {
+			return &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("BindTSIGKey %q: %v", keyObj, err), 30 * time.Second}
+		}
+		m, err := keyMaterial(ctx, r.Client, &k)
+		if err != nil {
+			return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
+		}
+		in.Keys[keyObj] = m
+	}
+	if xfr, err := TransferKeyRef(ctx, r.Client, cluster, zone); err == nil && xfr != "" {
+		k, err := loadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
+		if err != nil {
+			return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
+		}
+		t.xfrKey = &k
+	}
+	return nil
 }
 
 // clauseControlKey stands in for the rndc control key when building zone

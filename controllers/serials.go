@@ -48,28 +48,23 @@ func raiseSerial(ctx context.Context, srv ZoneServer, zone string, past uint32) 
 	return old, err
 }
 
-// editSOA reads the SOA srv serves for zone (dnsclient.Client.SOA,
-// unsigned: reading needs no key), lets edit change it, and when edit
-// reports a change writes it back with an UPDATE signed with srv's key
-// (dnsclient.Client.SetSOA: named takes it when its serial is newer). It
-// returns the SOA as written, nil when edit changed nothing.
+// editSOA reads the SOA srv serves for zone (dnsclient.Client.SOA), lets
+// edit change it, and when edit reports a change writes it back with an
+// UPDATE (dnsclient.Client.SetSOA: named takes it when its serial is
+// newer). It returns the SOA as written, nil when edit changed nothing.
+// Both are signed with srv's key, which picks the zone's view.
 func editSOA(ctx context.Context, srv ZoneServer, zone string, edit func(*dns.SOA) bool) (*dns.SOA, error) {
-	reader, err := dnsclient.New(srv.Addr, nil, dnsclient.Options{Timeout: 5 * time.Second})
+	c, err := dnsclient.New(srv.Addr, &srv.Key, dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	soa, err := reader.SOA(ctx, zone)
-	_ = reader.Close()
+	defer c.Close()
+	soa, err := c.SOA(ctx, zone)
 	if err != nil {
 		return nil, err
 	}
 	if !edit(soa) {
 		return nil, nil
 	}
-	writer, err := dnsclient.New(srv.Addr, &srv.Key, dnsclient.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	defer writer.Close()
-	return soa, writer.SetSOA(ctx, zone, soa)
+	return soa, c.SetSOA(ctx, zone, soa)
 }

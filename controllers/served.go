@@ -2,12 +2,12 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
@@ -15,8 +15,8 @@ import (
 // returns its canonical rdata, sorted. It tells a record set this operator
 // already wrote (a retry after a lost reply, or a stale cache) from someone
 // else's.
-func servedValues(ctx context.Context, addr, fqdn string, rrtype uint16) ([]string, uint32, error) {
-	rrs, err := servedRRs(ctx, addr, fqdn, rrtype)
+func servedValues(ctx context.Context, srv ZoneServer, fqdn string, rrtype uint16) ([]string, uint32, error) {
+	rrs, err := servedRRs(ctx, srv.Addr, &srv.Key, fqdn, rrtype)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -30,30 +30,13 @@ func servedValues(ctx context.Context, addr, fqdn string, rrtype uint16) ([]stri
 	return values, ttl, nil
 }
 
-// servedRRs asks addr, over TCP, for one record set. The reply is
-// untrusted: only answers of the asked name and type count.
-func servedRRs(ctx context.Context, addr, fqdn string, rrtype uint16) ([]dns.RR, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(fqdn), rrtype)
-	m.RecursionDesired = false
-	c := &dns.Client{Net: "tcp", Timeout: 5 * time.Second}
-	if deadline, ok := ctx.Deadline(); ok {
-		c.Timeout = time.Until(deadline)
-	}
-	in, _, err := c.ExchangeContext(ctx, m, addr)
+// servedRRs asks addr, over TCP, for one record set, signed with key when
+// there is one: a zone in a view is only reachable with the view's key.
+func servedRRs(ctx context.Context, addr string, key *dnsclient.Key, fqdn string, rrtype uint16) ([]dns.RR, error) {
+	c, err := dnsclient.New(addr, key, dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	if in.Rcode != dns.RcodeSuccess && in.Rcode != dns.RcodeNameError {
-		return nil, fmt.Errorf("query %s %s: %s", fqdn, dns.TypeToString[rrtype], dns.RcodeToString[in.Rcode])
-	}
-	var rrs []dns.RR
-	for _, rr := range in.Answer {
-		h := rr.Header()
-		if h.Rrtype != rrtype || !dns.IsSubDomain(h.Name, dns.Fqdn(fqdn)) || !dns.IsSubDomain(dns.Fqdn(fqdn), h.Name) {
-			continue
-		}
-		rrs = append(rrs, rr)
-	}
-	return rrs, nil
+	defer c.Close()
+	return c.Query(ctx, fqdn, rrtype)
 }

@@ -32,7 +32,8 @@ var ErrClusterGone = errors.New("the cluster does not exist")
 
 // ClusterResolver sends UPDATEs to the zone's BindCluster primary, at its
 // stable transfer address (the primary Service ClusterIP), signed with the
-// zone's operator key (see OperatorKeyRef).
+// key of the zone's view (viewkeys.go), else the zone's operator key (see
+// OperatorKeyRef).
 type ClusterResolver struct {
 	Client client.Reader
 	// Endpoints locates the primary; nil means KubePods (the cluster's
@@ -57,6 +58,14 @@ func (r ClusterResolver) Resolve(ctx context.Context, zone *bindv1alpha1.BindZon
 	if err != nil {
 		return ZoneServer{}, err
 	}
+	server := net.JoinHostPort(addr, strconv.Itoa(int(port)))
+	if ref := zone.Spec.ViewRef; ref != nil {
+		key, err := viewKey(ctx, r.Client, &cluster, ref.Name)
+		if err != nil {
+			return ZoneServer{}, err
+		}
+		return ZoneServer{Addr: server, Key: key}, nil
+	}
 	keyObj, err := OperatorKeyRef(ctx, r.Client, &cluster, zone)
 	if err != nil {
 		return ZoneServer{}, err
@@ -65,7 +74,7 @@ func (r ClusterResolver) Resolve(ctx context.Context, zone *bindv1alpha1.BindZon
 	if err != nil {
 		return ZoneServer{}, err
 	}
-	return ZoneServer{Addr: net.JoinHostPort(addr, strconv.Itoa(int(port))), Key: key}, nil
+	return ZoneServer{Addr: server, Key: key}, nil
 }
 
 // OperatorKeyRef names the BindTSIGKey that signs the operator's own

@@ -30,6 +30,7 @@ func benchInput(n int) Input {
 			Order: int32(i % 7), MatchClients: []bindv1alpha1.AddressMatchElement{aclRef(fmt.Sprintf("acl-%d", i))},
 		}})
 	}
+	in.ViewKeys = viewKeysFor(in.Views)
 	for i := range n {
 		v := ref(fmt.Sprintf("view-%d", i%views))
 		var z bindv1alpha1.BindZone

@@ -30,6 +30,7 @@ func TestRenderErrors(t *testing.T) {
 			in.Zones[0].Spec.CatalogZoneRef = nil
 			in.Zones[1].Spec.CatalogZoneRef = nil
 			in.Views = []bindv1alpha1.BindView{{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}}}
+			in.ViewKeys = viewKeysFor(in.Views)
 		}, "has no viewRef, but the cluster has views"},
 		{"unknown view", func(in *Input) { in.Zones[2].Spec.ViewRef = ref("ghost") }, `names BindView "ghost", which does not exist`},
 		// Names arrive canonical (the webhooks store them so), so one zone
@@ -67,6 +68,7 @@ func TestRenderErrors(t *testing.T) {
 		}, "both define BIND key"},
 		{"catalog with views", func(in *Input) {
 			in.Views = []bindv1alpha1.BindView{{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}}}
+			in.ViewKeys = viewKeysFor(in.Views)
 		}, "cannot be used while the cluster has views"},
 		{"contradicting rpz rules", func(in *Input) {
 			in.Policies = []bindv1alpha1.BindPolicy{{ObjectMeta: meta("p"), Spec: bindv1alpha1.BindPolicySpec{ZoneName: "rpz", Rules: []bindv1alpha1.RPZRule{
@@ -74,6 +76,33 @@ func TestRenderErrors(t *testing.T) {
 				{Match: "198.18.0.1/32", Trigger: bindv1alpha1.TriggerClientIP, Action: "PASSTHRU"},
 			}}}}
 		}, "matches the same thing as an earlier rule"},
+		{"view without its key", func(in *Input) {
+			in.Catalogs = nil
+			in.Views = []bindv1alpha1.BindView{{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}}}
+		}, "the key of BindView v has not been generated yet"},
+		{"view key named otherwise", func(in *Input) {
+			in.Catalogs = nil
+			in.Views = []bindv1alpha1.BindView{{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}}}
+			in.ViewKeys = map[string]TSIGKey{"v": {Name: "transfer", Algorithm: "hmac-sha256", Secret: secret32}}
+		}, `is named "transfer" instead of "bind-operator-view-v"`},
+		{"user key takes a view key's name", func(in *Input) {
+			in.Catalogs = nil
+			in.Views = []bindv1alpha1.BindView{{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}}}
+			in.ViewKeys = viewKeysFor(in.Views)
+			in.Keys["partner"] = TSIGKey{Name: "bind-operator-view-v", Algorithm: "hmac-sha256", Secret: secret32}
+		}, `a BindTSIGKey uses the key name "bind-operator-view-v"`},
+		{"update key in two views", func(in *Input) {
+			in.Catalogs = nil
+			in.Views = []bindv1alpha1.BindView{
+				{ObjectMeta: meta("a"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{addr("198.18.1.0/24")}}},
+				{ObjectMeta: meta("b"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}},
+			}
+			in.ViewKeys = viewKeysFor(in.Views)
+			in.Zones = []bindv1alpha1.BindZone{
+				{ObjectMeta: meta("in-a"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "example.com", Type: bindv1alpha1.ZonePrimary, ViewRef: ref("a"), UpdateKeyRef: ref("transfer")}},
+				{ObjectMeta: meta("in-b"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "example.com", Type: bindv1alpha1.ZonePrimary, ViewRef: ref("b"), UpdateKeyRef: ref("transfer")}},
+			}
+		}, `BindZone in-b uses update key "transfer.dns." in BindView b, but zones of BindView a use it too`},
 		{"multi-line extra option", func(in *Input) {
 			in.Cluster.Spec.ExtraOptions = []string{"a yes;\n}; zone \"x\" {"}
 		}, "spanning several lines"},

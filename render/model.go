@@ -22,6 +22,7 @@ type model struct {
 	primPort int32
 
 	keys     []TSIGKey         // sorted by BIND name, deduplicated
+	viewKeys []TSIGKey         // the views' keys, in view order
 	keyByObj map[string]string // BindTSIGKey object name -> BIND key name
 
 	acls       []aclDef
@@ -49,11 +50,19 @@ type aclDef struct {
 
 // viewDef is a view (or, for global, the implicit top level) and what it holds.
 type viewDef struct {
-	name     string // "" for the top level
-	obj      *bindv1alpha1.BindView
-	zones    []*bindv1alpha1.BindZone // config zones (Forward, Stub, Secondary), sorted by zone name
-	policies []*policyDef             // sorted by (order, name)
-	owners   map[string]string        // zone name -> "BindZone x", to report clashes
+	name string // "" for the top level
+	obj  *bindv1alpha1.BindView
+	// key is the BIND name of the view's own key (ViewKeyName), which the
+	// view's match-clients admits first: the operator and the secondaries
+	// sign everything about the view's zones with it. updateKeys are the
+	// update keys of the view's Primary zones, admitted next, so a client
+	// that signs an UPDATE lands in the zone's view wherever it sends
+	// from. Both are "" / empty for the top level.
+	key        string
+	updateKeys []string
+	zones      []*bindv1alpha1.BindZone // config zones (Forward, Stub, Secondary), sorted by zone name
+	policies   []*policyDef             // sorted by (order, name)
+	owners     map[string]string        // zone name -> "BindZone x", to report clashes
 }
 
 type catalogDef struct {
@@ -168,11 +177,36 @@ func (m *model) loadViews() error {
 		if err := safeName("BindView name", v.Name); err != nil {
 			return err
 		}
-		d := &viewDef{name: v.Name, obj: v, owners: map[string]string{}}
+		k, err := m.viewKey(v.Name)
+		if err != nil {
+			return err
+		}
+		d := &viewDef{name: v.Name, obj: v, owners: map[string]string{}, key: k.Name}
+		m.viewKeys = append(m.viewKeys, k)
 		m.views = append(m.views, d)
 		m.viewByName[v.Name] = d
 	}
 	return nil
+}
+
+// viewKey validates the material of a view's key.
+func (m *model) viewKey(view string) (TSIGKey, error) {
+	what := "the key of BindView " + view
+	k, ok := m.in.ViewKeys[view]
+	if !ok || k.Secret == "" {
+		return k, fmt.Errorf("%s has not been generated yet (the operator keeps it in the cluster's keys Secret); wait for the BindCluster to reconcile", what)
+	}
+	if want := bindv1alpha1.ViewKeyName(view); k.Name != want {
+		return k, fmt.Errorf("%s is named %q instead of %q (this is a bug or a damaged keys Secret)", what, k.Name, want)
+	}
+	k, err := checkKey(what, k)
+	if err != nil {
+		return k, err
+	}
+	if slices.ContainsFunc(m.keys, func(u TSIGKey) bool { return u.Name == k.Name }) {
+		return k, fmt.Errorf("a BindTSIGKey uses the key name %q of %s; give it another keyName", k.Name, what)
+	}
+	return k, nil
 }
 
 // placement resolves a viewRef: the scope an object's zone lives in.
@@ -254,6 +288,10 @@ func (m *model) loadCatalogs() error {
 		notify = map[string]bool{key: true}
 		m.transferKey = key
 	}
+	// The primary signs the NOTIFYs of a view's zones with the view's key.
+	for _, v := range m.views {
+		notify[v.key] = true
+	}
 	m.notifyKeys = sortedKeys(notify)
 	return nil
 }
@@ -301,6 +339,7 @@ func (m *model) loadZones() error {
 	}
 	used := map[string]bool{}
 	forward := map[string]bool{}
+	updateView := map[string]*viewDef{} // update key -> the view whose zones it updates
 	for _, z := range zones {
 		what := "BindZone " + z.Name
 		name := string(z.Spec.ZoneName)
@@ -325,6 +364,15 @@ func (m *model) loadZones() error {
 			if ref := z.Spec.UpdateKeyRef; ref != nil {
 				k, _ := m.keyRef(what+" spec.updateKeyRef", ref.Name) // checked above
 				forward[k] = true
+				if v != m.global {
+					if prev, ok := updateView[k]; ok && prev != v {
+						return fmt.Errorf("%s uses update key %q in BindView %s, but zones of BindView %s use it too; BIND picks a view by the key that signs an UPDATE, so give each view's zones their own BindTSIGKey", what, k, v.name, prev.name)
+					}
+					if updateView[k] == nil {
+						updateView[k] = v
+						v.updateKeys = append(v.updateKeys, k)
+					}
+				}
 			}
 			if ref := z.Spec.DNSSECPolicyRef; ref != nil {
 				if policies[ref.Name] == nil {
@@ -348,6 +396,10 @@ func (m *model) loadZones() error {
 		m.dnssecPolicies = append(m.dnssecPolicies, policies[name])
 	}
 	m.forwardKeys = sortedKeys(forward)
+	for _, v := range m.views {
+		slices.Sort(v.updateKeys)
+	}
+	m.addViewKeysACL()
 	return nil
 }
 

@@ -52,7 +52,12 @@ type Input struct {
 	ControlKey TSIGKey
 	// Keys holds the material of BindTSIGKeys by object name (references
 	// in the CRs use object names).
-	Keys           map[string]TSIGKey
+	Keys map[string]TSIGKey
+	// ViewKeys holds the material of each BindView's key, by view name; its
+	// Name must be bindv1alpha1.ViewKeyName(view). The operator generates
+	// these (they belong to no BindTSIGKey), and a view without its key is
+	// a render error.
+	ViewKeys       map[string]TSIGKey
 	ACLs           []bindv1alpha1.BindACL
 	Views          []bindv1alpha1.BindView
 	Zones          []bindv1alpha1.BindZone // all zones of the cluster; render decides which live in config

@@ -42,6 +42,16 @@ var (
 	secret64 = "YmluZC1vcGVyYXRvci10ZXN0LWtleS02NC1ieXRlcy1vZi1tYXRlcmlhbC1mb3ItaG1hYy1zaGE1MTItLS0tLS0tLQ==" // hmac-sha512
 )
 
+// viewKeysFor gives every view the key the operator would generate (here
+// fixed material).
+func viewKeysFor(views []bindv1alpha1.BindView) map[string]TSIGKey {
+	keys := map[string]TSIGKey{}
+	for _, v := range views {
+		keys[v.Name] = TSIGKey{Name: bindv1alpha1.ViewKeyName(v.Name), Algorithm: "hmac-sha256", Secret: secret32}
+	}
+	return keys
+}
+
 func controlKey() TSIGKey {
 	return TSIGKey{Name: "rndc-control", Algorithm: "hmac-sha256", Secret: secret32}
 }
@@ -212,8 +222,9 @@ func scenarioViews() Input {
 		ACLs: []bindv1alpha1.BindACL{{ObjectMeta: meta("internal-nets"), Spec: bindv1alpha1.BindACLSpec{
 			Entries: []bindv1alpha1.AddressMatchElement{addr("198.18.0.0/16"), builtin("localhost")},
 		}}},
-		Views: []bindv1alpha1.BindView{external, internal, guest},
-		Zones: []bindv1alpha1.BindZone{zi, ze, fw, sec},
+		Views:    []bindv1alpha1.BindView{external, internal, guest},
+		ViewKeys: viewKeysFor([]bindv1alpha1.BindView{external, internal, guest}),
+		Zones:    []bindv1alpha1.BindZone{zi, ze, fw, sec},
 		Policies: []bindv1alpha1.BindPolicy{{ObjectMeta: meta("block"), Spec: bindv1alpha1.BindPolicySpec{
 			ZoneName: "rpz.internal", ViewRef: ref("internal"), Order: 100,
 			Rules: []bindv1alpha1.RPZRule{{Match: "ads.example", Trigger: bindv1alpha1.TriggerQName, Action: "NXDOMAIN"}},

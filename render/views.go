@@ -1,20 +1,36 @@
 package render
 
+import "slices"
+
 // writeView writes one view. Views come sorted by (order, name): BIND uses
 // the first view that matches, so the order is part of the meaning.
 func writeView(c *conf, m *model, v *viewDef, r role) {
 	s := v.obj.Spec
 	what := "BindView " + v.name
 	c.open("view %s {", c.q("BindView name", v.name))
+	// A message signed with one of the view's keys selects the view; one
+	// signed with another view's key never does; everything else is
+	// matched as the user wrote it. So the operator's UPDATEs and checks,
+	// the secondaries' transfers and the primary's NOTIFYs reach the
+	// zone's own view whatever address they come from (pod IPs change).
+	own := v.keyElements(c)
+	var others []string
+	if len(m.views) > 1 {
+		// One ACL of every view's keys keeps this linear in the views:
+		// the view's own keys matched already, so it refuses the others.
+		others = []string{"!" + c.q("ACL name", viewKeysACL)}
+	}
+	clients := []string{"any"}
 	if len(s.MatchClients) > 0 {
 		els, err := m.matchList(what+" spec.matchClients", s.MatchClients)
 		c.fail(err)
-		c.list("match-clients", els)
+		clients = els
 	}
+	c.list("match-clients", slices.Concat(own, others, clients))
 	if len(s.MatchDestinations) > 0 {
 		els, err := m.matchList(what+" spec.matchDestinations", s.MatchDestinations)
 		c.fail(err)
-		c.list("match-destinations", els)
+		c.list("match-destinations", slices.Concat(own, els))
 	}
 	if s.MatchRecursiveOnly {
 		c.line("match-recursive-only yes;")
@@ -43,4 +59,30 @@ func writeView(c *conf, m *model, v *viewDef, r role) {
 	writeResponsePolicy(c, v.policies)
 	writeScopeZones(c, m, v, r)
 	c.close()
+}
+
+// viewKeysACL names the ACL of every view's keys. A "/" cannot occur in a
+// BindACL's name, so it never clashes with one.
+const viewKeysACL = "bind-operator/view-keys"
+
+// keyElements are the address-match elements of the view's keys.
+func (v *viewDef) keyElements(c *conf) []string {
+	els := []string{"key " + c.q("key name", v.key)}
+	for _, k := range v.updateKeys {
+		els = append(els, "key "+c.q("key name", k))
+	}
+	return els
+}
+
+// addViewKeysACL declares viewKeysACL when there are views to tell apart.
+func (m *model) addViewKeysACL() {
+	if len(m.views) < 2 {
+		return
+	}
+	c := newConf()
+	var entries []string
+	for _, v := range m.views {
+		entries = append(entries, v.keyElements(c)...)
+	}
+	m.acls = append(m.acls, aclDef{name: viewKeysACL, entries: entries})
 }

@@ -102,11 +102,16 @@ func ZoneClause(in Input, zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotify []
 }
 
 // TransferKey is the BIND name of the key that signs the zone's transfers
-// and NOTIFYs between the cluster's pods: spec.transferKeyRef of the
-// cluster, else the key of the zone's catalog, else the key of the cluster's
-// only catalog. "" when there is none.
+// and NOTIFYs between the cluster's pods: the key of the zone's view, else
+// spec.transferKeyRef of the cluster, else the key of the zone's catalog,
+// else the key of the cluster's only catalog. "" when there is none.
 func (zc *ZoneClauses) TransferKey(zone *bindv1alpha1.BindZone) string {
 	m := zc.m
+	if ref := zone.Spec.ViewRef; ref != nil {
+		if v := m.view(ref.Name); v != nil {
+			return v.key
+		}
+	}
 	if m.transferKey != "" {
 		return m.transferKey
 	}
@@ -150,6 +155,11 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		add("type primary;")
 		add("file %q;", m.paths.PrimaryZoneFile(v.name, name))
 		var upd []string
+		if v.key != "" {
+			// The operator's own UPDATEs to a zone in a view are signed
+			// with the view's key, which selects the view.
+			upd = append(upd, `key "`+v.key+`"`)
+		}
 		if ref := zone.Spec.UpdateKeyRef; ref != nil {
 			k, err := m.keyRef(what+" spec.updateKeyRef", ref.Name)
 			if err != nil {

@@ -141,6 +141,11 @@ func ValidateBindTSIGKeySpec(s *v1alpha1.BindTSIGKeySpec, fldPath *field.Path) f
 	if why, ok := v1alpha1.ReservedTSIGKeyNames[kn]; ok {
 		errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, fmt.Sprintf("%q is reserved (%s); choose another keyName", kn, why)))
 	}
+	for _, prefix := range slices.Sorted(maps.Keys(v1alpha1.ReservedTSIGKeyPrefixes)) {
+		if strings.HasPrefix(strings.ToLower(kn), prefix) {
+			errs = append(errs, field.Invalid(fldPath.Child("keyName"), s.KeyName, fmt.Sprintf("key names starting with %q are reserved (%s); choose another keyName", prefix, v1alpha1.ReservedTSIGKeyPrefixes[prefix])))
+		}
+	}
 	if t := s.SecretTemplate; t != nil {
 		tp := fldPath.Child("secretTemplate")
 		// Sorted keys: the same object always gets the same errors.

@@ -133,6 +133,7 @@ func (w *BindZoneWebhook) validateReferences(ctx context.Context, z *v1alpha1.Bi
 	}
 	if z.Spec.UpdateKeyRef != nil {
 		f.expect(ctx, "spec.updateKeyRef", "BindTSIGKey", z.Spec.UpdateKeyRef.Name, &v1alpha1.BindTSIGKey{}, warns)
+		errs = append(errs, updateKeyInOtherView(ctx, f, z, spec.Child("updateKeyRef", "name"), warns)...)
 	}
 	if z.Spec.DNSSECPolicyRef != nil {
 		f.expect(ctx, "spec.dnssecPolicyRef", "BindDNSSECPolicy", z.Spec.DNSSECPolicyRef.Name, &v1alpha1.BindDNSSECPolicy{}, warns)
@@ -153,6 +154,28 @@ func (w *BindZoneWebhook) validateReferences(ctx context.Context, z *v1alpha1.Bi
 	}
 	errs = append(errs, zoneNameTaken(ctx, f, z.Spec.ClusterRef.Name, viewName(z.Spec.ViewRef), string(z.Spec.ZoneName), "BindZone", z.Name, spec.Child("zoneName"), warns)...)
 	return errs
+}
+
+// updateKeyInOtherView refuses an update key that zones of another view of
+// the same cluster use: the view's match-clients admits its zones' update
+// keys, so that a client's signed UPDATE lands in the zone's view from any
+// address, and one key can select only one view.
+func updateKeyInOtherView(ctx context.Context, f refs, z *v1alpha1.BindZone, p *field.Path, warns *admission.Warnings) field.ErrorList {
+	if z.Spec.ViewRef == nil || (z.Spec.Type != v1alpha1.ZonePrimary && z.Spec.Type != "") {
+		return nil
+	}
+	var zones v1alpha1.BindZoneList
+	if !f.list(ctx, &zones, warns) {
+		return nil
+	}
+	for _, o := range zones.Items {
+		if o.Name == z.Name || o.Spec.ClusterRef.Name != z.Spec.ClusterRef.Name || o.Spec.ViewRef == nil || o.Spec.ViewRef.Name == z.Spec.ViewRef.Name ||
+			o.Spec.UpdateKeyRef == nil || o.Spec.UpdateKeyRef.Name != z.Spec.UpdateKeyRef.Name || (o.Spec.Type != v1alpha1.ZonePrimary && o.Spec.Type != "") {
+			continue
+		}
+		return field.ErrorList{field.Invalid(p, z.Spec.UpdateKeyRef.Name, fmt.Sprintf("BindZone %q of BindView %q already uses this key; BIND picks a zone's view by the key that signs an UPDATE, so a key can serve one view only: create another BindTSIGKey for this view's zones", o.Name, o.Spec.ViewRef.Name))}
+	}
+	return nil
 }
 
 func viewName(r *v1alpha1.LocalObjectReference) string {

@@ -44,11 +44,27 @@ func (a TSIGAlgorithm) KeyBytes() int {
 // control channel (rndc), which the agent signs its commands with.
 const ControlKeyName = "bind-operator-control"
 
+// ViewKeyPrefix starts the names of the keys the operator generates for
+// views: each BindView V of a cluster gets the key ViewKeyPrefix+V, which
+// the view's match-clients admits first. The operator signs its UPDATEs,
+// transfers, NOTIFYs and serial checks of the view's zones with it, so
+// BIND picks the zone's view by key, never by the sender's address.
+const ViewKeyPrefix = "bind-operator-view-"
+
+// ViewKeyName is the BIND name of BindView view's key.
+func ViewKeyName(view string) string { return ViewKeyPrefix + view }
+
 // ReservedTSIGKeyNames are key names a BindTSIGKey may not take, with why:
 // a second key of that name would clash in named.conf.
 var ReservedTSIGKeyNames = map[string]string{
 	"rndc-key":     "it is BIND's own control-channel key",
 	ControlKeyName: "it is the operator's control-channel key",
+}
+
+// ReservedTSIGKeyPrefixes start key names a BindTSIGKey may not take, with
+// why: the operator generates keys with these names.
+var ReservedTSIGKeyPrefixes = map[string]string{
+	ViewKeyPrefix: "the operator names the keys of BindViews so",
 }
 
 // Keys of the data in a TSIG key Secret.

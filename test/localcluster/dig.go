@@ -40,6 +40,13 @@ func Exchange(network, server string, m *dns.Msg) (*dns.Msg, error) {
 // the kernel choose): OutsiderIP makes the query come from a client other
 // than the node.
 func ExchangeFrom(src netip.Addr, network, server string, m *dns.Msg) (*dns.Msg, error) {
+	return ExchangeSignedFrom(src, network, server, m, nil)
+}
+
+// ExchangeSignedFrom is ExchangeFrom for a message m the caller signed
+// (m.SetTsig): tsig maps the key's name to its base64 secret, and the
+// reply's signature is verified.
+func ExchangeSignedFrom(src netip.Addr, network, server string, m *dns.Msg, tsig map[string]string) (*dns.Msg, error) {
 	host, port, err := net.SplitHostPort(server)
 	if err != nil {
 		host, port = server, "53"
@@ -51,7 +58,7 @@ func ExchangeFrom(src netip.Addr, network, server string, m *dns.Msg) (*dns.Msg,
 	if !ip.IsLoopback() && !testNet.Contains(ip.Unmap()) {
 		return nil, fmt.Errorf("dig: refusing to query %s: only loopback and %s are test hosts (docs/testing.md)", ip, testNet)
 	}
-	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
+	c := &dns.Client{Net: network, Timeout: 2 * time.Second, TsigSecret: tsig}
 	if src.IsValid() {
 		c.Dialer = &net.Dialer{Timeout: 2 * time.Second}
 		if network == "tcp" {

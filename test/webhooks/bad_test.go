@@ -180,6 +180,7 @@ var badCases = []badCase{
 
 	// BindTSIGKey.
 	{"reserved key name", key(func(s *v1alpha1.BindTSIGKeySpec) { s.KeyName = "rndc-key" }), "spec.keyName", "reserved"},
+	{"view key name", key(func(s *v1alpha1.BindTSIGKeySpec) { s.KeyName = "bind-operator-view-inside" }), "spec.keyName", `key names starting with "bind-operator-view-" are reserved`},
 	{"reserved template label", key(func(s *v1alpha1.BindTSIGKeySpec) {
 		s.SecretTemplate = &v1alpha1.SecretTemplate{Labels: map[string]string{"bind.unkin.net/x": "y"}}
 	}), "spec.secretTemplate.labels[bind.unkin.net/x]", "reserved"},
