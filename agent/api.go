@@ -8,6 +8,7 @@ const (
 	PathStatus      = "/v1/zones/status"
 	PathSync        = "/v1/sync"
 	PathPolicy      = "/v1/policies/apply"
+	PathProbe       = "/v1/transfers/probe"
 )
 
 // Request size limits. Both sides apply them: the agent refuses larger
@@ -144,4 +145,39 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 	// Field names the offending input for validation errors (422).
 	Field string `json:"field,omitempty"`
+}
+
+// MaxProbePrimaries bounds a transfer probe (the CRD's MaxItems of
+// spec.primaries).
+const MaxProbePrimaries = 16
+
+// TransferProbeRequest asks the agent to try, from its pod's address, what
+// named does to transfer a Secondary zone from its primaries: ask each for
+// the zone's SOA, then start an AXFR, signed with the key named uses. A
+// transfer named could not make then shows its reason (REFUSED, NOTAUTH, a
+// timeout...), which named itself only logs.
+type TransferProbeRequest struct {
+	Zone      string         `json:"zone"`
+	Primaries []ProbePrimary `json:"primaries"`
+}
+
+// ProbePrimary is one primary as named.conf names it. Key is the BIND name
+// of a key in the pod's keys.conf, "" for an unsigned transfer.
+type ProbePrimary struct {
+	Address string `json:"address"`
+	Port    int    `json:"port"`
+	Key     string `json:"key,omitempty"`
+}
+
+// TransferProbeResult has one outcome per primary, in request order.
+type TransferProbeResult struct {
+	Outcomes []ProbeOutcome `json:"outcomes"`
+}
+
+// ProbeOutcome is what one primary answered: Serial when it offered the
+// transfer, else Error (bounded by MaxResultErrorBytes).
+type ProbeOutcome struct {
+	Server string `json:"server"`
+	Serial uint32 `json:"serial,omitempty"`
+	Error  string `json:"error,omitempty"`
 }

@@ -159,6 +159,13 @@ func (c *Client) ApplyPolicy(ctx context.Context, req PolicyRequest) (PolicyResu
 	return out, err
 }
 
+// ProbeTransfer tries the transfer of a Secondary zone from the pod.
+func (c *Client) ProbeTransfer(ctx context.Context, req TransferProbeRequest) (TransferProbeResult, error) {
+	var out TransferProbeResult
+	err := c.call(ctx, PathProbe, req, &out, MaxRequestBytes)
+	return out, err
+}
+
 // Sync flushes every zone's journal into its file (rndc sync -clean).
 func (c *Client) Sync(ctx context.Context) error {
 	var out SyncResult

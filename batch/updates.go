@@ -16,6 +16,20 @@ type Server struct {
 	Addr string
 	// Key signs the UPDATEs; its secret never leaves dnsclient.Key.
 	Key dnsclient.Key
+	// SignReads signs the queries about the zone with Key too: a zone in a
+	// view is reachable only with its view's key. Other zones are read
+	// unsigned, so a key named refuses shows as refused records, not as
+	// an unreadable zone.
+	SignReads bool
+}
+
+// ReadKey is the key that signs queries about the zone, nil for none.
+func (s Server) ReadKey() *dnsclient.Key {
+	if !s.SignReads {
+		return nil
+	}
+	k := s.Key
+	return &k
 }
 
 // updateBatcher merges the changes of concurrent reconciles into one

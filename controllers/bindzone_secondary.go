@@ -75,8 +75,15 @@ func (r *BindZoneReconciler) observeSecondary(ctx context.Context, zone *bindv1a
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonNotTransferred,
-			fmt.Sprintf("%d of %d pods (%s) do not serve zone %s: their transfer from spec.primaries has not succeeded yet; check the primaries' addresses and ports, that they allow this cluster to transfer the zone, and the key (the pods' named logs say why)", len(missing), len(pods), strings.Join(missing, ", "), name))
+		msg := fmt.Sprintf("%d of %d pods (%s) do not serve zone %s: their transfer from spec.primaries has not succeeded yet; check the primaries' addresses and ports, that they allow this cluster to transfer the zone, and the key.", len(missing), len(pods), strings.Join(missing, ", "), name)
+		for _, p := range pods {
+			if p.Pod == missing[0] {
+				if why := r.transferReason(ctx, &cluster, p, zone, name); why != "" {
+					msg += " " + why
+				}
+			}
+		}
+		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonNotTransferred, msg)
 		return ctrl.Result{RequeueAfter: secondaryRecheck}
 	}
 	setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonTransferred,

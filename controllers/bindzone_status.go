@@ -39,13 +39,13 @@ func (r *BindZoneReconciler) report(zone *bindv1alpha1.BindZone, status *bindv1a
 func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) bool {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	primary, err := soaSerial(qctx, t.primary().DNSAddr, t.xfrKey, t.zoneName)
+	primary, err := soaSerial(qctx, t.primary().DNSAddr, t.readKey, t.zoneName)
 	if err != nil {
 		status.Serial = nil
 		return false
 	}
 	status.Serial = ptr.To(int64(primary))
-	secs := servedSerials(qctx, t.secondaries(), t.xfrKey, t.zoneName)
+	secs := servedSerials(qctx, t.secondaries(), t.readKey, t.zoneName)
 	all := true
 	for i := range secs {
 		secs[i].InSync = secs[i].Serial != nil && *secs[i].Serial == int64(primary)

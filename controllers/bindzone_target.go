@@ -28,6 +28,7 @@ type zoneTarget struct {
 	pods      []PodEndpoint          // primary first
 	srv       ZoneServer             // UPDATEs
 	xfrKey    *dnsclient.Key         // K: transfers of the zone, catalog updates
+	readKey   *dnsclient.Key         // signs serial queries: the view's key, nil outside views
 }
 
 // clause renders the zone's runtime clause for a pod (its own paths when
@@ -145,7 +146,7 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 		if err != nil {
 			return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 		}
-		t.xfrKey = &dk
+		t.xfrKey, t.readKey = &dk, &dk
 		return nil
 	}
 

@@ -52,19 +52,24 @@ func raiseSerial(ctx context.Context, srv ZoneServer, zone string, past uint32) 
 // edit change it, and when edit reports a change writes it back with an
 // UPDATE (dnsclient.Client.SetSOA: named takes it when its serial is
 // newer). It returns the SOA as written, nil when edit changed nothing.
-// Both are signed with srv's key, which picks the zone's view.
+// The read is signed as srv says (ReadKey), the UPDATE with srv's key.
 func editSOA(ctx context.Context, srv ZoneServer, zone string, edit func(*dns.SOA) bool) (*dns.SOA, error) {
-	c, err := dnsclient.New(srv.Addr, &srv.Key, dnsclient.Options{Timeout: 5 * time.Second})
+	reader, err := dnsclient.New(srv.Addr, srv.ReadKey(), dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	soa, err := c.SOA(ctx, zone)
+	soa, err := reader.SOA(ctx, zone)
+	_ = reader.Close()
 	if err != nil {
 		return nil, err
 	}
 	if !edit(soa) {
 		return nil, nil
 	}
-	return soa, c.SetSOA(ctx, zone, soa)
+	writer, err := dnsclient.New(srv.Addr, &srv.Key, dnsclient.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer writer.Close()
+	return soa, writer.SetSOA(ctx, zone, soa)
 }

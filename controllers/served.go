@@ -16,7 +16,7 @@ import (
 // already wrote (a retry after a lost reply, or a stale cache) from someone
 // else's.
 func servedValues(ctx context.Context, srv ZoneServer, fqdn string, rrtype uint16) ([]string, uint32, error) {
-	rrs, err := servedRRs(ctx, srv.Addr, &srv.Key, fqdn, rrtype)
+	rrs, err := servedRRs(ctx, srv.Addr, srv.ReadKey(), fqdn, rrtype)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -31,7 +31,7 @@ func servedValues(ctx context.Context, srv ZoneServer, fqdn string, rrtype uint1
 }
 
 // servedRRs asks addr, over TCP, for one record set, signed with key when
-// there is one: a zone in a view is only reachable with the view's key.
+// there is one (a zone in a view is only reachable with the view's key).
 func servedRRs(ctx context.Context, addr string, key *dnsclient.Key, fqdn string, rrtype uint16) ([]dns.RR, error) {
 	c, err := dnsclient.New(addr, key, dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {

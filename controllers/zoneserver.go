@@ -64,7 +64,7 @@ func (r ClusterResolver) Resolve(ctx context.Context, zone *bindv1alpha1.BindZon
 		if err != nil {
 			return ZoneServer{}, err
 		}
-		return ZoneServer{Addr: server, Key: key}, nil
+		return ZoneServer{Addr: server, Key: key, SignReads: true}, nil
 	}
 	keyObj, err := OperatorKeyRef(ctx, r.Client, &cluster, zone)
 	if err != nil {

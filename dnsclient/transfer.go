@@ -163,7 +163,7 @@ func (c *Client) transfer(ctx context.Context, zone string, m *dns.Msg, fn func(
 			if ctx.Err() != nil {
 				return fmt.Errorf("dnsclient: transfer of %s: %w", zone, ctx.Err())
 			}
-			return transferError(zone, e.Error, c.key != nil)
+			return transferError(zone, e.Error)
 		}
 		if n+len(e.RR) > c.opts.MaxTransferRecords {
 			return fmt.Errorf("dnsclient: transfer of %s: more than %d records", zone, c.opts.MaxTransferRecords)
@@ -186,13 +186,15 @@ func (c *Client) transfer(ctx context.Context, zone string, m *dns.Msg, fn func(
 //   - dns.ErrAuth: the reply did not verify, which is how a server answers a
 //     request it could not verify (RFC 8945 §5.2: NOTAUTH with BADKEY,
 //     BADSIG or BADTIME, unsigned). Reported as NOTAUTH, not verified.
-func transferError(zone string, err error, signed bool) error {
+func transferError(zone string, err error) error {
 	var rcode int
 	switch {
 	case errors.Is(err, dns.ErrAuth):
 		return &RcodeError{Op: "transfer", Zone: zone, Rcode: dns.RcodeNotAuth}
 	case scanXfrRcode(err.Error(), &rcode):
-		return &RcodeError{Op: "transfer", Zone: zone, Rcode: rcode, Verified: signed}
+		// Verified: a signed reply verified before miekg/dns looked at
+		// its rcode, and an unsigned request expects no signature.
+		return &RcodeError{Op: "transfer", Zone: zone, Rcode: rcode, Verified: true}
 	}
 	return fmt.Errorf("dnsclient: transfer of %s: %w", zone, err)
 }

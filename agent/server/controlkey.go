@@ -38,39 +38,56 @@ func LoadControlKey(path string) (rndc.Key, error) {
 // Comments (#, //, /* */) are skipped; other statements before the key
 // are skipped as whole statements.
 func ParseControlKey(conf string) (rndc.Key, error) {
-	toks, err := confTokens(conf)
+	keys, err := parseKeys(conf, 1)
 	if err != nil {
 		return rndc.Key{}, err
 	}
-	for i := 0; i < len(toks); i++ {
+	if len(keys) == 0 {
+		return rndc.Key{}, errors.New("no key statement found")
+	}
+	return rndc.NewKey(keys[0].name, keys[0].algorithm, keys[0].secret)
+}
+
+// keyStatement is one `key "name" { algorithm ...; secret "..."; };`.
+type keyStatement struct{ name, algorithm, secret string }
+
+// parseKeys parses up to limit key statements (0: all) of a named.conf
+// fragment.
+func parseKeys(conf string, limit int) ([]keyStatement, error) {
+	toks, err := confTokens(conf)
+	if err != nil {
+		return nil, err
+	}
+	var out []keyStatement
+	for i := 0; i < len(toks) && (limit == 0 || len(out) < limit); i++ {
 		if toks[i] != "key" || i+2 >= len(toks) || toks[i+2] != "{" {
 			continue
 		}
-		name := unquote(toks[i+1])
-		var alg, secret string
+		k := keyStatement{name: unquote(toks[i+1])}
 		j := i + 3
 		for j < len(toks) && toks[j] != "}" {
 			// Each clause is `<word> <value> ;`.
 			if j+2 >= len(toks) || toks[j+2] != ";" {
-				return rndc.Key{}, fmt.Errorf("key %q: malformed statement", name)
+				return nil, fmt.Errorf("key %q: malformed statement", k.name)
 			}
 			switch toks[j] {
 			case "algorithm":
-				alg = unquote(toks[j+1])
+				k.algorithm = unquote(toks[j+1])
 			case "secret":
-				secret = unquote(toks[j+1])
+				k.secret = unquote(toks[j+1])
 			}
 			j += 3
 		}
 		if j >= len(toks) {
-			return rndc.Key{}, fmt.Errorf("key %q: missing '}'", name)
+			return nil, fmt.Errorf("key %q: missing '}'", k.name)
 		}
-		if alg == "" || secret == "" {
-			return rndc.Key{}, fmt.Errorf("key %q: needs both algorithm and secret", name)
+		if k.algorithm == "" || k.secret == "" {
+			return nil, fmt.Errorf("key %q: needs both algorithm and secret", k.name)
 		}
-		return rndc.NewKey(name, alg, secret)
+		out = append(out, k)
+		i = j
 	}
-	return rndc.Key{}, errors.New("no key statement found")
+	return out, nil
 }
 
 // confTokens splits named.conf text into words, quoted strings (kept with
