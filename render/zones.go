@@ -174,6 +174,11 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		if key != "" {
 			xfr = append(xfr, `key "`+key+`"`)
 		}
+		if k, ok, err := m.updateKeyTransfer(what, zone); err != nil {
+			return "", err
+		} else if ok {
+			xfr = append(xfr, `key "`+k+`"`)
+		}
 		user, err := m.matchList(what+" spec.allowTransfer", zone.Spec.AllowTransfer)
 		if err != nil {
 			return "", err
@@ -217,6 +222,13 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		add("type secondary;")
 		add("file %q;", m.paths.SecondaryZoneFile(v.name, name))
 		add("primaries { %s; };", m.primaryServer(key))
+		if k, ok, err := m.updateKeyTransfer(what, zone); err != nil {
+			return "", err
+		} else if ok {
+			// Clients that list the zone through the query Service reach
+			// any pod.
+			add(`allow-transfer { key "%s"; };`, k)
+		}
 	default:
 		return "", fmt.Errorf("unknown zone role %d", r)
 	}
@@ -228,6 +240,17 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		add("allow-query { %s; };", strings.Join(els, "; "))
 	}
 	return "{ " + strings.Join(parts, " ") + " };", nil
+}
+
+// updateKeyTransfer is the BIND name of the zone's update key when the
+// zone lets it transfer (spec.allowUpdateKeyTransfer).
+func (m *model) updateKeyTransfer(what string, zone *bindv1alpha1.BindZone) (string, bool, error) {
+	ref := zone.Spec.UpdateKeyRef
+	if !zone.Spec.AllowUpdateKeyTransfer || ref == nil {
+		return "", false, nil
+	}
+	k, err := m.keyRef(what+" spec.updateKeyRef", ref.Name)
+	return k, err == nil, err
 }
 
 // notifyTarget renders one also-notify element: "ip" or "ip port N". A

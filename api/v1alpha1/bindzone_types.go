@@ -32,6 +32,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.records)",message="records can only be declared on Primary zones."
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.soa)",message="soa can only be set on Primary zones."
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.updateKeyRef)",message="updateKeyRef (dynamic updates) only applies to Primary zones."
+// +kubebuilder:validation:XValidation:rule="!has(self.allowUpdateKeyTransfer) || !self.allowUpdateKeyTransfer || has(self.updateKeyRef)",message="allowUpdateKeyTransfer needs updateKeyRef: name the key that may read the zone.",fieldPath=".allowUpdateKeyTransfer"
+// +kubebuilder:validation:XValidation:rule="!has(self.allowUpdateKeyTransfer) || !self.allowUpdateKeyTransfer || !has(self.catalogZoneRef)",message="allowUpdateKeyTransfer cannot be used on a catalog member: the secondaries take a member's transfer rules from the catalog, which cannot name keys. Take the zone out of the catalog, or send the client's transfers to the primary Service and leave this off.",fieldPath=".allowUpdateKeyTransfer"
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.dnssecPolicyRef)",message="dnssecPolicyRef only applies to Primary zones; secondaries serve the signed zone they transfer."
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.catalogZoneRef)",message="catalogZoneRef only applies to Primary zones."
 // +kubebuilder:validation:XValidation:rule="self.type != 'Forward' || !has(self.allowTransfer)",message="allowTransfer does not apply to Forward zones, which hold no data."
@@ -82,6 +84,16 @@ type BindZoneSpec struct {
 	// the zone (e.g. external-dns). DNSRecords of the zone sign with it.
 	// +optional
 	UpdateKeyRef *LocalObjectReference `json:"updateKeyRef,omitempty"`
+
+	// allowUpdateKeyTransfer lets the update key (updateKeyRef) read the
+	// whole zone by AXFR, from the primary and from every secondary, so
+	// through the query Service. external-dns' RFC 2136 provider lists a
+	// zone that way (its default --rfc2136-axfr) before it plans changes.
+	// Off by default: a key that may write records does not otherwise need
+	// to read them all. Not for catalog members: the secondaries take a
+	// member's transfer rules from the catalog, which cannot name keys.
+	// +optional
+	AllowUpdateKeyTransfer bool `json:"allowUpdateKeyTransfer,omitempty"`
 
 	// allowTransfer lists who may transfer the zone besides the cluster's
 	// own secondaries, which always may (keyed).

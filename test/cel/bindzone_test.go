@@ -72,6 +72,12 @@ func TestBindZoneCreate(t *testing.T) {
 			wantErrors: []string{"soa can only be set on Primary zones"}},
 		{desc: "update key on a secondary zone", mutate: func(z *v1.BindZone) { secondaryZone(z); z.Spec.UpdateKeyRef = ref },
 			wantErrors: []string{"updateKeyRef (dynamic updates) only applies to Primary zones"}},
+		{desc: "update key transfers", mutate: func(z *v1.BindZone) { z.Spec.UpdateKeyRef = ref; z.Spec.AllowUpdateKeyTransfer = true }},
+		{desc: "transfer without an update key", mutate: func(z *v1.BindZone) { z.Spec.AllowUpdateKeyTransfer = true },
+			wantErrors: []string{"spec.allowUpdateKeyTransfer: Invalid value: allowUpdateKeyTransfer needs updateKeyRef: name the key that may read the zone."}},
+		{desc: "update key transfers a catalog member", mutate: func(z *v1.BindZone) {
+			z.Spec.UpdateKeyRef, z.Spec.CatalogZoneRef, z.Spec.AllowUpdateKeyTransfer = ref, ref, true
+		}, wantErrors: []string{"allowUpdateKeyTransfer cannot be used on a catalog member"}},
 		{desc: "dnssec policy on a forward zone", mutate: func(z *v1.BindZone) { forwardZone(z); z.Spec.DNSSECPolicyRef = ref },
 			wantErrors: []string{"dnssecPolicyRef only applies to Primary zones"}},
 		{desc: "catalog membership of a secondary zone", mutate: func(z *v1.BindZone) { secondaryZone(z); z.Spec.CatalogZoneRef = ref },
