@@ -60,8 +60,10 @@ func (m *model) loadKeys() error {
 		owner[k.Name] = obj
 		m.keyByObj[obj] = k.Name
 	}
+	m.keyNames = make(map[string]bool, len(byBIND))
 	for _, name := range sortedKeys(byBIND) {
 		m.keys = append(m.keys, byBIND[name])
+		m.keyNames[name] = true
 	}
 	ck, err := checkKey("the rndc control key", m.in.ControlKey)
 	if err != nil {
@@ -97,6 +99,7 @@ func writeKey(c *conf, k TSIGKey) {
 // then the views' keys in view order.
 func renderKeys(m *model) (string, error) {
 	c := newConf()
+	c.b.Grow(128 * (len(m.keys) + len(m.viewKeys) + 1)) // a key statement is about 100 bytes
 	c.comment("TSIG keys of the BindTSIGKeys of this cluster. Rendered by bind-operator; do not edit.")
 	for _, k := range m.keys {
 		writeKey(c, k)

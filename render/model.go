@@ -22,6 +22,7 @@ type model struct {
 	primPort int32
 
 	keys     []TSIGKey         // sorted by BIND name, deduplicated
+	keyNames map[string]bool   // BIND names of keys
 	viewKeys []TSIGKey         // the views' keys, in view order
 	keyByObj map[string]string // BindTSIGKey object name -> BIND key name
 
@@ -39,6 +40,7 @@ type model struct {
 	transferKey    string   // BIND name of spec.transferKeyRef, "" without one
 	dnssecPolicies []*bindv1alpha1.BindDNSSECPolicy
 	policies       []*policyDef  // all policies, sorted by (order, name)
+	confSize       int           // length of the last named.conf rendered (renderNamedConf)
 	validateExcept []string      // forwarded zones not validated (forwardees.go)
 	trustAnchors   []trustAnchor // forwarded zones trusted by their DS
 }
@@ -60,6 +62,7 @@ type viewDef struct {
 	// from. Both are "" / empty for the top level.
 	key        string
 	updateKeys []string
+	zonesText  *renderedText            // zones, rendered once for both variants (configZonesText)
 	zones      []*bindv1alpha1.BindZone // config zones (Forward, Stub, Secondary), sorted by zone name
 	policies   []*policyDef             // sorted by (order, name)
 	owners     map[string]string        // zone name -> "BindZone x", to report clashes
@@ -203,7 +206,7 @@ func (m *model) viewKey(view string) (TSIGKey, error) {
 	if err != nil {
 		return k, err
 	}
-	if slices.ContainsFunc(m.keys, func(u TSIGKey) bool { return u.Name == k.Name }) {
+	if m.keyNames[k.Name] {
 		return k, fmt.Errorf("a BindTSIGKey uses the key name %q of %s; give it another keyName", k.Name, what)
 	}
 	return k, nil

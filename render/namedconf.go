@@ -7,6 +7,10 @@ import "strings"
 // who signs, who notifies and who consumes catalogs.
 func renderNamedConf(m *model, r role) (string, error) {
 	c := newConf()
+	// The variants differ by a few lines: size the second by the first,
+	// rather than growing it by doubling from nothing.
+	c.b.Grow(m.confSize + m.confSize/8)
+	defer func() { m.confSize = max(m.confSize, c.b.Len()) }()
 	variant := "primary (ordinal 0)"
 	if r == roleSecondary {
 		variant = "secondaries (ordinals 1 and up)"
@@ -56,9 +60,32 @@ func writeScopeZones(c *conf, m *model, v *viewDef, r role) {
 		writeCatalogZones(c, m, r)
 	}
 	writeRPZZones(c, v)
-	for _, z := range v.zones {
-		writeConfigZone(c, m, v, z)
+	text, err := v.configZonesText(m, c.depth)
+	c.fail(err)
+	c.b.WriteString(text)
+}
+
+// configZonesText renders the scope's Forward, Stub and Secondary zones
+// once: they are the same in both named.conf variants, and with thousands
+// of zones they are most of the text.
+func (v *viewDef) configZonesText(m *model, depth int) (string, error) {
+	if v.zonesText == nil {
+		zc := newConf()
+		zc.depth = depth
+		for _, z := range v.zones {
+			writeConfigZone(zc, m, v, z)
+		}
+		s, err := zc.String()
+		v.zonesText = &renderedText{s, err}
 	}
+	return v.zonesText.text, v.zonesText.err
+}
+
+// renderedText is a piece of named.conf rendered once, or why it could
+// not be.
+type renderedText struct {
+	text string
+	err  error
 }
 
 func joinOrNone(elems []string) string {
