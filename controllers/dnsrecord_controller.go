@@ -100,14 +100,27 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) (ctrl.Result, error) {
 	var zone bindv1alpha1.BindZone
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Spec.ZoneRef.Name}, &zone); err != nil {
+	zoneNS, zoneObj := rec.ZoneKey()
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zoneNS, Name: zoneObj}, &zone); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotFound, fmt.Sprintf("BindZone %q does not exist in this namespace; create it or fix spec.zoneRef", rec.Spec.ZoneRef.Name))
+			r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotFound, fmt.Sprintf("BindZone %q does not exist in namespace %q; create it or fix spec.zoneRef", zoneObj, zoneNS))
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	zoneName := string(zone.Spec.ZoneName)
+	if no, err := r.admitted(ctx, rec, &zone); err != nil {
+		return ctrl.Result{}, err
+	} else if no != nil {
+		// The zone's owner narrowed allowedRecords (or the namespace lost
+		// its labels) after the record was admitted: what it wrote goes.
+		if err := r.deleteData(ctx, rec); err != nil {
+			return ctrl.Result{}, err
+		}
+		status.AppliedValues = nil
+		r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonNotAdmitted, no.Reason)
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
 	if owner, err := r.claimant(ctx, rec, &zone); err != nil {
 		return ctrl.Result{}, err
 	} else if owner != "" {
@@ -232,7 +245,7 @@ func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DN
 		}
 	}
 	var list bindv1alpha1.DNSRecordList
-	if err := r.Client.List(ctx, &list, client.InNamespace(rec.Namespace), client.MatchingFields{indexRecordClaim: claimKey(rec)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{indexRecordClaim: claimKey(rec)}); err != nil {
 		return "", err
 	}
 	for _, o := range list.Items {
@@ -240,22 +253,50 @@ func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DN
 			continue
 		}
 		if olderThan(&o, rec) {
+			if o.Namespace != rec.Namespace {
+				return fmt.Sprintf("DNSRecord %s/%s", o.Namespace, o.Name), nil
+			}
 			return fmt.Sprintf("DNSRecord %q", o.Name), nil
 		}
 	}
 	return "", nil
 }
 
-// Field indexes of DNSRecords in the manager's cache.
+// admitted checks that the zone admits a record of another namespace
+// (records.Admits, the webhook's rule): nil when it does.
+func (r *DNSRecordReconciler) admitted(ctx context.Context, rec *bindv1alpha1.DNSRecord, zone *bindv1alpha1.BindZone) (*records.Refusal, error) {
+	if rec.Namespace == zone.Namespace {
+		return nil, nil
+	}
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: rec.Namespace}, &ns); err != nil {
+		return nil, err
+	}
+	name, err := records.RelativeName(string(zone.Spec.ZoneName), string(rec.Spec.Name))
+	if err != nil {
+		return &records.Refusal{Field: "name", Reason: err.Error()}, nil
+	}
+	return records.Admits(zone, rec.Namespace, ns.Labels, name, rec.Spec.Type), nil
+}
+
+// Field indexes of DNSRecords in the manager's cache, across namespaces.
 const (
-	indexRecordZone  = "spec.zoneRef.name"
+	indexRecordZone  = "spec.zoneRef"
 	indexRecordClaim = "bind.unkin.net/claim"
 )
 
-// claimKey is what two DNSRecords must not share: zone, owner name, type.
-// Names are canonical (lowercase, relative) once the webhook defaulted them.
+// recordZone is a DNSRecord's indexRecordZone key: its zone's
+// "namespace/name".
+func recordZone(r *bindv1alpha1.DNSRecord) string {
+	ns, name := r.ZoneKey()
+	return ns + "/" + name
+}
+
+// claimKey is what two DNSRecords must not share, in whatever namespaces
+// they live: zone, owner name, type. Names are canonical (lowercase,
+// relative) once the webhook defaulted them.
 func claimKey(r *bindv1alpha1.DNSRecord) string {
-	return r.Spec.ZoneRef.Name + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), ".")) + "/" + strings.ToUpper(string(r.Spec.Type))
+	return recordZone(r) + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), ".")) + "/" + strings.ToUpper(string(r.Spec.Type))
 }
 
 func olderThan(a, b *bindv1alpha1.DNSRecord) bool {
@@ -286,7 +327,8 @@ func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.
 		return nil // nothing of ours is in the zone
 	}
 	var zone bindv1alpha1.BindZone
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Spec.ZoneRef.Name}, &zone); err != nil {
+	zoneNS, zoneObj := rec.ZoneKey()
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zoneNS, Name: zoneObj}, &zone); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	srv, err := r.Servers.Resolve(ctx, &zone)
@@ -341,7 +383,7 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(context.Background(), &bindv1alpha1.DNSRecord{}, indexRecordZone, func(o client.Object) []string {
-		return []string{o.(*bindv1alpha1.DNSRecord).Spec.ZoneRef.Name}
+		return []string{recordZone(o.(*bindv1alpha1.DNSRecord))}
 	}); err != nil {
 		return err
 	}
@@ -362,11 +404,11 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return reqs
 	}
 	recordsOfZone := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return enqueue(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexRecordZone: o.GetName()})
+		return enqueue(ctx, client.MatchingFields{indexRecordZone: o.GetNamespace() + "/" + o.GetName()})
 	})
 	// When a record goes, the one that lost the claim to it takes over.
 	rivals := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return enqueue(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexRecordClaim: claimKey(o.(*bindv1alpha1.DNSRecord))})
+		return enqueue(ctx, client.MatchingFields{indexRecordClaim: claimKey(o.(*bindv1alpha1.DNSRecord))})
 	})
 	// A record's own status writes are not a reason to look at it again
 	// (each was one more DNS query per record); the spec, the resync

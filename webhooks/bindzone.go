@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -98,6 +99,9 @@ func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.E
 	errs = append(errs, ValidateServers(s.Forwarders, fldPath.Child("forwarders"))...)
 	errs = append(errs, ValidateForwarderTargets(s.Forwarders, s.ClusterRef.Name, fldPath.Child("forwarders"))...)
 	errs = append(errs, ValidateServers(s.Primaries, fldPath.Child("primaries"))...)
+	if a := s.AllowedRecords; a != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(&a.Namespaces, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("allowedRecords", "namespaces"))...)
+	}
 	return errs
 }
 

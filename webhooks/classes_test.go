@@ -148,7 +148,7 @@ func TestCNAMEAcrossDNSRecords(t *testing.T) {
 		ClusterRef: ref("dns"), ZoneName: "example.org", Type: v1alpha1.ZonePrimary, UpdateKeyRef: &v1alpha1.LocalObjectReference{Name: "upd"},
 	}}
 	rec := func(name, zoneRef, owner string, typ v1alpha1.RecordType, values ...string) *v1alpha1.DNSRecord {
-		return &v1alpha1.DNSRecord{ObjectMeta: objectMeta(name), Spec: v1alpha1.DNSRecordSpec{ZoneRef: ref(zoneRef), Name: v1alpha1.RecordName(owner), Type: typ, Values: values}}
+		return &v1alpha1.DNSRecord{ObjectMeta: objectMeta(name), Spec: v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: zoneRef}, Name: v1alpha1.RecordName(owner), Type: typ, Values: values}}
 	}
 	existing := []*v1alpha1.DNSRecord{
 		rec("www-a", "example", "www", "A", "192.0.2.1"),

@@ -163,21 +163,21 @@ func TestDNSRecordDefaultThenValidate(t *testing.T) {
 	}}
 	t.Run("zone not created yet", func(t *testing.T) {
 		r := defaultThenValidate(t, context.Background(), testWebhooks(t).record, &v1alpha1.DNSRecord{ObjectMeta: objectMeta("r"), Spec: v1alpha1.DNSRecordSpec{
-			ZoneRef: ref("example"), Name: " WWW ", Type: "a", Values: []string{"192.0.2.2", "192.0.2.1", "192.0.2.2"},
+			ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: " WWW ", Type: "a", Values: []string{"192.0.2.2", "192.0.2.1", "192.0.2.2"},
 		}})
-		NewWithT(t).Expect(r.Spec).To(Equal(v1alpha1.DNSRecordSpec{ZoneRef: ref("example"), Name: "www", Type: "A", Values: []string{"192.0.2.1", "192.0.2.2"}}))
+		NewWithT(t).Expect(r.Spec).To(Equal(v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "www", Type: "A", Values: []string{"192.0.2.1", "192.0.2.2"}}))
 	})
 	t.Run("with its zone", func(t *testing.T) {
 		w := testWebhooks(t, zone).record
 		r := defaultThenValidate(t, context.Background(), w, &v1alpha1.DNSRecord{ObjectMeta: objectMeta("r"), Spec: v1alpha1.DNSRecordSpec{
-			ZoneRef: ref("example"), Name: "Host.Example.com.", Type: "AAAA", Values: []string{"2001:DB8::1"},
+			ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "Host.Example.com.", Type: "AAAA", Values: []string{"2001:DB8::1"},
 		}})
-		NewWithT(t).Expect(r.Spec).To(Equal(v1alpha1.DNSRecordSpec{ZoneRef: ref("example"), Name: "host", Type: "AAAA", TTL: ptr.To[v1alpha1.TTL](60), Values: []string{"2001:db8::1"}}))
+		NewWithT(t).Expect(r.Spec).To(Equal(v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "host", Type: "AAAA", TTL: ptr.To[v1alpha1.TTL](60), Values: []string{"2001:db8::1"}}))
 	})
 	t.Run("created with its finalizer", func(t *testing.T) {
 		ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create}})
 		r := defaultThenValidate(t, ctx, testWebhooks(t, zone).record, &v1alpha1.DNSRecord{ObjectMeta: objectMeta("r"), Spec: v1alpha1.DNSRecordSpec{
-			ZoneRef: ref("example"), Name: "api", Type: "CNAME", Values: []string{"WWW"},
+			ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "api", Type: "CNAME", Values: []string{"WWW"},
 		}})
 		NewWithT(t).Expect(r.Finalizers).To(Equal([]string{v1alpha1.DNSRecordFinalizer}))
 		NewWithT(t).Expect(r.Spec.Values).To(Equal([]string{"www.example.com."}))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +21,13 @@ import (
 // +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-dnsrecord,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create;update,versions=v1alpha1,name=mdnsrecord.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 // +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-dnsrecord,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create;update,versions=v1alpha1,name=vdnsrecord.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
-// DNSRecordWebhook defaults and validates DNSRecords.
+// Namespace labels decide which namespaces a BindZone admits DNSRecords from
+// (spec.allowedRecords); the webhook and the DNSRecord controller read them.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// DNSRecordWebhook defaults and validates DNSRecords. A DNSRecord may name
+// a BindZone of another namespace that admits it (spec.allowedRecords): the
+// webhook reads the record's Namespace for its labels (RBAC below).
 type DNSRecordWebhook struct {
 	Reader client.Reader
 	// Index lists DNSRecords by IndexRecordZoneName (the manager's cache).
@@ -29,34 +36,52 @@ type DNSRecordWebhook struct {
 }
 
 // IndexRecordZoneName indexes DNSRecords by zone and owner name
-// (recordZoneName), for the CNAME rule across DNSRecords.
-const IndexRecordZoneName = "webhooks.spec.zoneRef.name+spec.name"
+// (recordZoneName), for the CNAME rule across DNSRecords, whatever
+// namespace they live in.
+const IndexRecordZoneName = "webhooks.spec.zoneRef+spec.name"
 
-// recordZoneName is a DNSRecord's index key: its zone's object name and
-// its owner name, case-folded, without a trailing dot. Names are stored
-// relative to the zone whenever the zone existed when the record was
-// admitted.
-func recordZoneName(r *v1alpha1.DNSRecord) string {
-	return r.Spec.ZoneRef.Name + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), "."))
+// recordZoneName is a DNSRecord's index key: its zone's namespace and
+// object name and its owner name, case-folded, without a trailing dot.
+// Names are stored relative to the zone whenever the zone existed when the
+// record was admitted.
+func recordZoneName(zone types.NamespacedName, r *v1alpha1.DNSRecord) string {
+	return zone.String() + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), "."))
 }
 
-// sameName lists the other DNSRecords of r's zone at r's name.
+// zoneKey is where r's BindZone is (DNSRecord.ZoneKey), with the request's
+// namespace for an object that has none yet.
+func zoneKey(ctx context.Context, r *v1alpha1.DNSRecord) types.NamespacedName {
+	ns := r.Spec.ZoneRef.Namespace
+	if ns == "" {
+		ns = namespaceOf(ctx, r.Namespace)
+	}
+	return types.NamespacedName{Namespace: ns, Name: r.Spec.ZoneRef.Name}
+}
+
+// storedZoneKey is zoneKey of a stored DNSRecord.
+func storedZoneKey(r *v1alpha1.DNSRecord) types.NamespacedName {
+	ns, name := r.ZoneKey()
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// sameName lists the other DNSRecords of r's zone at r's name, in every
+// namespace.
 func (w *DNSRecordWebhook) sameName(ctx context.Context, r *v1alpha1.DNSRecord) ([]v1alpha1.DNSRecord, error) {
 	var list v1alpha1.DNSRecordList
-	ns := namespaceOf(ctx, r.Namespace)
-	key := recordZoneName(r)
+	key := recordZoneName(zoneKey(ctx, r), r)
+	self := types.NamespacedName{Namespace: namespaceOf(ctx, r.Namespace), Name: r.Name}
 	var err error
 	if w.Index != nil {
-		err = w.Index.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{IndexRecordZoneName: key})
+		err = w.Index.List(ctx, &list, client.MatchingFields{IndexRecordZoneName: key})
 	} else if w.Reader != nil {
-		err = w.Reader.List(ctx, &list, client.InNamespace(ns))
+		err = w.Reader.List(ctx, &list)
 	}
 	if err != nil {
 		return nil, err
 	}
 	out := list.Items[:0]
 	for _, o := range list.Items {
-		if o.Name != r.Name && o.DeletionTimestamp == nil && recordZoneName(&o) == key {
+		if (types.NamespacedName{Namespace: o.Namespace, Name: o.Name}) != self && o.DeletionTimestamp == nil && recordZoneName(storedZoneKey(&o), &o) == key {
 			out = append(out, o)
 		}
 	}
@@ -101,7 +126,7 @@ func (w *DNSRecordWebhook) zoneOf(ctx context.Context, r *v1alpha1.DNSRecord) *v
 		return nil
 	}
 	var z v1alpha1.BindZone
-	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: namespaceOf(ctx, r.Namespace), Name: r.Spec.ZoneRef.Name}, &z); err != nil {
+	if err := w.Reader.Get(ctx, zoneKey(ctx, r), &z); err != nil {
 		return nil
 	}
 	return &z
@@ -166,11 +191,12 @@ func (w *DNSRecordWebhook) validate(ctx context.Context, r *v1alpha1.DNSRecord) 
 	if zone != nil {
 		zoneName = string(zone.Spec.ZoneName)
 	} else if w.Reader != nil {
-		warns = append(warns, missing("spec.zoneRef", "BindZone", r.Spec.ZoneRef.Name, namespaceOf(ctx, r.Namespace))+"; the record's name and data were checked without the zone")
+		warns = append(warns, missing("spec.zoneRef", "BindZone", r.Spec.ZoneRef.Name, zoneKey(ctx, r).Namespace)+"; the record's name and data were checked without the zone")
 	}
 	errs := ValidateDNSRecordSpec(&r.Spec, zoneName, spec)
 	if zone != nil {
 		errs = append(errs, validateAgainstZone(r, zone, spec, &warns)...)
+		errs = append(errs, w.validateAdmitted(ctx, r, zone, spec)...)
 	}
 	if len(errs) == 0 {
 		errs = append(errs, w.validateCNAMEAcrossRecords(ctx, r, spec, &warns)...)
@@ -196,6 +222,34 @@ func ValidateDNSRecordSpec(s *v1alpha1.DNSRecordSpec, zoneName string, fldPath *
 	set := v1alpha1.RecordSet{Name: v1alpha1.RecordName(name), Type: s.Type, TTL: s.TTL, Values: s.Values}
 	_, errs := records.CanonicalizeSet(zone, set, 0, fldPath)
 	return errs
+}
+
+// validateAdmitted refuses a DNSRecord of another namespace that the zone
+// does not admit (records.Admits: spec.allowedRecords).
+func (w *DNSRecordWebhook) validateAdmitted(ctx context.Context, r *v1alpha1.DNSRecord, z *v1alpha1.BindZone, spec *field.Path) field.ErrorList {
+	ns := namespaceOf(ctx, r.Namespace)
+	if ns == z.Namespace {
+		return nil
+	}
+	var namespace corev1.Namespace
+	if err := w.Reader.Get(ctx, types.NamespacedName{Name: ns}, &namespace); err != nil {
+		return field.ErrorList{field.InternalError(spec.Child("zoneRef", "namespace"), fmt.Errorf("reading namespace %q to check BindZone %s/%s's allowedRecords: %w", ns, z.Namespace, z.Name, err))}
+	}
+	name, err := records.RelativeName(string(z.Spec.ZoneName), string(r.Spec.Name))
+	if err != nil {
+		return nil // reported by ValidateDNSRecordSpec
+	}
+	no := records.Admits(z, ns, namespace.Labels, name, r.Spec.Type)
+	if no == nil {
+		return nil
+	}
+	switch no.Field {
+	case "name":
+		return field.ErrorList{field.Invalid(spec.Child("name"), r.Spec.Name, no.Reason)}
+	case "type":
+		return field.ErrorList{field.Invalid(spec.Child("type"), r.Spec.Type, no.Reason)}
+	}
+	return field.ErrorList{field.Invalid(spec.Child("zoneRef", "namespace"), zoneKey(ctx, r).Namespace, no.Reason)}
 }
 
 // validateAgainstZone checks what needs the zone: it must be a Primary

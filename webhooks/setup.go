@@ -64,7 +64,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	// DNSRecords by zone and name, from the cache the controllers keep
 	// warm: the CNAME rule across DNSRecords looks up one name per call.
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.DNSRecord{}, IndexRecordZoneName, func(o client.Object) []string {
-		return []string{recordZoneName(o.(*v1alpha1.DNSRecord))}
+		r := o.(*v1alpha1.DNSRecord)
+		return []string{recordZoneName(storedZoneKey(r), r)}
 	}); err != nil {
 		return fmt.Errorf("indexing DNSRecords for the webhooks: %w", err)
 	}

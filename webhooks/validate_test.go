@@ -193,16 +193,16 @@ func TestValidateDNSRecordSpec(t *testing.T) {
 		zone string
 		want field.ErrorList
 	}{
-		{"valid", v1alpha1.DNSRecordSpec{ZoneRef: ref("z"), Name: "www", Type: "A", Values: []string{"192.0.2.1"}}, "example.com", nil},
-		{"valid absolute name in the zone", v1alpha1.DNSRecordSpec{ZoneRef: ref("z"), Name: "www.example.com.", Type: "A", Values: []string{"192.0.2.1"}}, "example.com", nil},
-		{"valid without the zone", v1alpha1.DNSRecordSpec{ZoneRef: ref("z"), Name: "www.example.com.", Type: "MX", Values: []string{"10 mail"}}, "", nil},
-		{"data that does not parse", v1alpha1.DNSRecordSpec{ZoneRef: ref("z"), Name: "api", Type: "A", Values: []string{"not-an-ip"}}, "example.com", field.ErrorList{
+		{"valid", v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "z"}, Name: "www", Type: "A", Values: []string{"192.0.2.1"}}, "example.com", nil},
+		{"valid absolute name in the zone", v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "z"}, Name: "www.example.com.", Type: "A", Values: []string{"192.0.2.1"}}, "example.com", nil},
+		{"valid without the zone", v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "z"}, Name: "www.example.com.", Type: "MX", Values: []string{"10 mail"}}, "", nil},
+		{"data that does not parse", v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "z"}, Name: "api", Type: "A", Values: []string{"not-an-ip"}}, "example.com", field.ErrorList{
 			field.Invalid(spec.Child("values").Index(0), "not-an-ip", `not valid A data: bad A A: "not-an-ip" (record api A)`),
 		}},
-		{"data that does not parse without the zone", v1alpha1.DNSRecordSpec{ZoneRef: ref("z"), Name: "api", Type: "MX", Values: []string{"mail"}}, "", field.ErrorList{
+		{"data that does not parse without the zone", v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "z"}, Name: "api", Type: "MX", Values: []string{"mail"}}, "", field.ErrorList{
 			field.Invalid(spec.Child("values").Index(0), "mail", `not valid MX data: bad MX Pref: "mail" (record api MX)`),
 		}},
-		{"name outside the zone", v1alpha1.DNSRecordSpec{ZoneRef: ref("z"), Name: "api.example.org.", Type: "A", Values: []string{"192.0.2.1"}}, "example.com", field.ErrorList{
+		{"name outside the zone", v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "z"}, Name: "api.example.org.", Type: "A", Values: []string{"192.0.2.1"}}, "example.com", field.ErrorList{
 			field.Invalid(spec.Child("name"), "api.example.org.",
 				`name "api.example.org." is outside the zone "example.com"; use a name relative to the zone or an absolute name ending in .example.com.`),
 		}},

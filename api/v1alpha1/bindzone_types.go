@@ -34,6 +34,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.updateKeyRef)",message="updateKeyRef (dynamic updates) only applies to Primary zones."
 // +kubebuilder:validation:XValidation:rule="!has(self.allowUpdateKeyTransfer) || !self.allowUpdateKeyTransfer || has(self.updateKeyRef)",message="allowUpdateKeyTransfer needs updateKeyRef: name the key that may read the zone.",fieldPath=".allowUpdateKeyTransfer"
 // +kubebuilder:validation:XValidation:rule="!has(self.allowUpdateKeyTransfer) || !self.allowUpdateKeyTransfer || !has(self.catalogZoneRef)",message="allowUpdateKeyTransfer cannot be used on a catalog member: the secondaries take a member's transfer rules from the catalog, which cannot name keys. Take the zone out of the catalog, or send the client's transfers to the primary Service and leave this off.",fieldPath=".allowUpdateKeyTransfer"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.allowedRecords)",message="allowedRecords only applies to Primary zones, the only ones DNSRecords can update.",fieldPath=".allowedRecords"
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.dnssecPolicyRef)",message="dnssecPolicyRef only applies to Primary zones; secondaries serve the signed zone they transfer."
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.catalogZoneRef)",message="catalogZoneRef only applies to Primary zones."
 // +kubebuilder:validation:XValidation:rule="self.type != 'Forward' || !has(self.allowTransfer)",message="allowTransfer does not apply to Forward zones, which hold no data."
@@ -84,6 +85,12 @@ type BindZoneSpec struct {
 	// the zone (e.g. external-dns). DNSRecords of the zone sign with it.
 	// +optional
 	UpdateKeyRef *LocalObjectReference `json:"updateKeyRef,omitempty"`
+
+	// allowedRecords lets DNSRecords of other namespaces hold names in this
+	// zone, the way a Gateway's allowedRoutes admits routes. Without it only
+	// DNSRecords of the zone's own namespace may.
+	// +optional
+	AllowedRecords *AllowedRecords `json:"allowedRecords,omitempty"`
 
 	// allowUpdateKeyTransfer lets the update key (updateKeyRef) read the
 	// whole zone by AXFR, from the primary and from every secondary, so
@@ -190,6 +197,29 @@ type SecondaryZoneStatus struct {
 	// inSync is true when the secondary serves the primary's serial.
 	// +required
 	InSync bool `json:"inSync"`
+}
+
+// AllowedRecords says which DNSRecords of other namespaces a zone admits.
+// The zone's own namespace is never limited by it.
+type AllowedRecords struct {
+	// namespaces selects the namespaces by their labels ({} selects every
+	// namespace; kubernetes.io/metadata.name selects one by name).
+	// +required
+	Namespaces metav1.LabelSelector `json:"namespaces"`
+
+	// nameSuffixes, when set, admits only names (relative to the zone) equal
+	// to one of these or ending in "." and one of these: "team-a" admits
+	// "team-a" and "api.team-a", not "xteam-a". "@" is the apex.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	NameSuffixes []RecordName `json:"nameSuffixes,omitempty"`
+
+	// types, when set, admits only these record types.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	Types []RecordType `json:"types,omitempty"`
 }
 
 // BindZoneStatus is the observed state of a BindZone.

@@ -96,6 +96,9 @@ const (
 	ReasonZoneNotFound = "ZoneNotFound"
 	// ReasonZoneNotReady: updates cannot reach the zone's primary yet.
 	ReasonZoneNotReady = "ZoneNotReady"
+	// ReasonNotAdmitted: the zone is in another namespace and its
+	// spec.allowedRecords does not admit the record.
+	ReasonNotAdmitted = "NotAdmitted"
 	// ReasonClaimed: an older DNSRecord or the BindZone's spec.records
 	// manages this name and type.
 	ReasonClaimed = "ClaimedByAnother"

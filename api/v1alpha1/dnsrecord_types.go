@@ -15,11 +15,12 @@ const DNSRecordFinalizer = "bind.unkin.net/dnsrecord"
 // +kubebuilder:validation:XValidation:rule="self.type != 'CNAME' || self.name != '@'",message="a CNAME cannot be placed at the zone apex (@); use A/AAAA records there instead."
 // +kubebuilder:validation:XValidation:rule="!(self.type in ['NS', 'DS']) || self.name != '@'",message="apex NS and DS records belong to the BindZone (or its parent), not to a DNSRecord."
 type DNSRecordSpec struct {
-	// zoneRef names the BindZone (a Primary zone) the record belongs to.
+	// zoneRef names the BindZone (a Primary zone) the record belongs to,
+	// in the record's namespace unless zoneRef.namespace says otherwise.
 	// Immutable.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="zoneRef is immutable; create a new DNSRecord in the other zone."
-	ZoneRef LocalObjectReference `json:"zoneRef"`
+	ZoneRef ZoneReference `json:"zoneRef"`
 
 	// name is the owner name relative to the zone ("@" for the apex).
 	// Immutable.
@@ -50,6 +51,35 @@ type DNSRecordSpec struct {
 	// data is left alone and the record reports a Conflict.
 	// +optional
 	AdoptExisting bool `json:"adoptExisting,omitempty"`
+}
+
+// ZoneReference names a BindZone, possibly in another namespace.
+// +structType=atomic
+type ZoneReference struct {
+	// name of the BindZone.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// namespace of the BindZone. Defaults to the DNSRecord's. A zone in
+	// another namespace must allow DNSRecords from this one (its
+	// spec.allowedRecords).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ZoneKey is where the record's BindZone is: zoneRef, in the record's
+// namespace unless zoneRef.namespace is set.
+func (r *DNSRecord) ZoneKey() (namespace, name string) {
+	ns := r.Spec.ZoneRef.Namespace
+	if ns == "" {
+		ns = r.Namespace
+	}
+	return ns, r.Spec.ZoneRef.Name
 }
 
 // DNSRecordStatus is the observed state of a DNSRecord.

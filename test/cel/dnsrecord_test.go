@@ -10,7 +10,7 @@ import (
 
 func baseRecord() *v1.DNSRecord {
 	return &v1.DNSRecord{Spec: v1.DNSRecordSpec{
-		ZoneRef: v1.LocalObjectReference{Name: "example-com"},
+		ZoneRef: v1.ZoneReference{Name: "example-com"},
 		Name:    "api",
 		Type:    "A",
 		Values:  []string{"192.0.2.80"},

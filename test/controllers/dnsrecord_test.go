@@ -102,7 +102,7 @@ func (e *recordEnv) waitRecord(name, condType string, status metav1.ConditionSta
 
 func newRecord(name, owner, typ string, values ...string) *v1.DNSRecord {
 	return &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.DNSRecordSpec{
-		ZoneRef: v1.LocalObjectReference{Name: "example-com"}, Name: v1.RecordName(owner), Type: v1.RecordType(typ), Values: values,
+		ZoneRef: v1.ZoneReference{Name: "example-com"}, Name: v1.RecordName(owner), Type: v1.RecordType(typ), Values: values,
 	}}
 }
 

@@ -255,7 +255,7 @@ func TestDNSRecordHostilePrimary(t *testing.T) {
 			ClusterRef: v1.LocalObjectReference{Name: "dns"}, ZoneName: v1.DomainName(zone),
 		}})
 		f.create(&v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rec%d", i)}, Spec: v1.DNSRecordSpec{
-			ZoneRef: v1.LocalObjectReference{Name: fmt.Sprintf("hostile%d", i)}, Name: "www", Type: "A", Values: []string{"192.0.2.10"},
+			ZoneRef: v1.ZoneReference{Name: fmt.Sprintf("hostile%d", i)}, Name: "www", Type: "A", Values: []string{"192.0.2.10"},
 		}})
 	}
 	for i, c := range hostileReplies {

@@ -52,7 +52,7 @@ func TestPrimaryLosesItsVolume(t *testing.T) {
 	// bare's serial moves on while its content goes back to the seed's;
 	// the catalog's moves past its member count.
 	tmp := &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "tmp"}, Spec: v1.DNSRecordSpec{
-		ZoneRef: v1.LocalObjectReference{Name: "bare"}, Name: "tmp", Type: "A", Values: []string{"192.0.2.9"},
+		ZoneRef: v1.ZoneReference{Name: "bare"}, Name: "tmp", Type: "A", Values: []string{"192.0.2.9"},
 	}}
 	c.create(tmp)
 	c.waitAll("DNSRecord", 10*time.Second, "tmp.bare.test", dns.TypeA, "192.0.2.9")
@@ -144,7 +144,7 @@ func TestPrimaryLosesItsVolume(t *testing.T) {
 	c.waitAll("records after the wipe", 10*time.Second, "www.kept.test", dns.TypeA, "192.0.2.1")
 	c.waitAll("DNSRecord gone after the wipe", 5*time.Second, "tmp.bare.test", dns.TypeA)
 	c.create(&v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "after"}, Spec: v1.DNSRecordSpec{
-		ZoneRef: v1.LocalObjectReference{Name: "bare"}, Name: "after", Type: "A", Values: []string{"192.0.2.10"},
+		ZoneRef: v1.ZoneReference{Name: "bare"}, Name: "after", Type: "A", Values: []string{"192.0.2.10"},
 	}})
 	c.waitAll("DNSRecord after the wipe", 10*time.Second, "after.bare.test", dns.TypeA, "192.0.2.10")
 }

@@ -212,7 +212,7 @@ func TestZoneOutsideCatalogAndRestartKeepsDNSRecord(t *testing.T) {
 	}})
 	c.waitZone("plain", v1.ReasonServed, 20*time.Second)
 	c.create(&v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "api"}, Spec: v1.DNSRecordSpec{
-		ZoneRef: v1.LocalObjectReference{Name: "plain"}, Name: "api", Type: "A", Values: []string{"192.0.2.80"},
+		ZoneRef: v1.ZoneReference{Name: "plain"}, Name: "api", Type: "A", Values: []string{"192.0.2.80"},
 	}})
 	// The secondaries hold the zone through a runtime secondary clause
 	// (agent), and follow the DNSRecord's UPDATE through signed NOTIFY.

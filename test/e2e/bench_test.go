@@ -82,7 +82,7 @@ func TestInClusterBench(t *testing.T) {
 	})
 	lat := &v1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lat"},
-		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "op"}, Name: "lat", Type: "A",
+		Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "op"}, Name: "lat", Type: "A",
 			TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.250"}},
 	}
 	testkit.Must(t, c.Create(ctx, lat))
@@ -268,7 +268,7 @@ func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, ns st
 	err := forEachRecord(ctx, func(i int) error {
 		r := &v1.DNSRecord{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)},
-			Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "op"}, Name: v1.RecordName(fmt.Sprintf("r%05d", i)), Type: "A",
+			Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "op"}, Name: v1.RecordName(fmt.Sprintf("r%05d", i)), Type: "A",
 				TTL: ptr.To[v1.TTL](60), Values: []string{benchValue(i)}},
 		}
 		if err := c.Create(ctx, r); err != nil {

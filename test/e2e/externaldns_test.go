@@ -112,7 +112,7 @@ func TestExternalDNSDrivesAZone(t *testing.T) {
 	testkit.Must(t, env.Client.Create(ctx, z))
 	testkit.Must(t, env.Client.Create(ctx, &v1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "zone"}, Name: "api", Type: "A",
+		Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "zone"}, Name: "api", Type: "A",
 			TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.80"}},
 	}))
 	ips := a.servedByAll(ctx, t, zone)

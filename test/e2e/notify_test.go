@@ -40,7 +40,7 @@ func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
 	testkit.Must(t, env.Client.Create(ctx, a.catalogZone("zone", zone, "updates")))
 	rec := &v1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
-		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "zone"}, Name: "app", Type: "A",
+		Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "zone"}, Name: "app", Type: "A",
 			TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.1"}},
 	}
 	testkit.Must(t, env.Client.Create(ctx, rec))

@@ -42,7 +42,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	record := func(name, ip string) *v1.DNSRecord {
 		return &v1.DNSRecord{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "zone"}, Name: v1.RecordName(name), Type: "A",
+			Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "zone"}, Name: v1.RecordName(name), Type: "A",
 				TTL: ptr.To[v1.TTL](60), Values: []string{ip}},
 		}
 	}

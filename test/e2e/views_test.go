@@ -82,7 +82,7 @@ func TestViewsServeTheirOwnData(t *testing.T) {
 	testkit.Must(t, env.Client.Create(ctx, viewZone("outside", "192.0.2.2", "")))
 	record := &v1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "example-inside"}, Name: "api", Type: "A",
+		Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "example-inside"}, Name: "api", Type: "A",
 			TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.10"}},
 	}
 	testkit.Must(t, env.Client.Create(ctx, record))

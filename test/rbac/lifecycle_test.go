@@ -96,7 +96,13 @@ func TestGeneratedRoleGrants(t *testing.T) {
 	table = append(table,
 		access{"events.k8s.io", "events", "create", true},
 		access{"events.k8s.io", "events", "delete", false},
-		access{"", "namespaces", "get", false},
+		// A BindZone admits DNSRecords of other namespaces by their labels
+		// (spec.allowedRecords): the webhook and the DNSRecord controller
+		// read namespaces, and change none.
+		access{"", "namespaces", "get", true},
+		access{"", "namespaces", "watch", true},
+		access{"", "namespaces", "update", false},
+		access{"", "namespaces", "delete", false},
 		access{"rbac.authorization.k8s.io", "clusterroles", "escalate", false},
 		access{"", "serviceaccounts/token", "create", false},
 		// The BindTSIGKey webhook asks whether the requester may read a

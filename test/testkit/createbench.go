@@ -37,7 +37,7 @@ func BenchCreateDNSRecords(b *testing.B, c client.Client, ns string) {
 				}
 				r := &v1.DNSRecord{
 					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)},
-					Spec: v1.DNSRecordSpec{ZoneRef: v1.LocalObjectReference{Name: "zone"}, Name: v1.RecordName(fmt.Sprintf("r%05d", i)), Type: "A",
+					Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "zone"}, Name: v1.RecordName(fmt.Sprintf("r%05d", i)), Type: "A",
 						TTL: ptr.To[v1.TTL](60), Values: []string{"192.0.2.1"}},
 				}
 				if err := c.Create(context.Background(), r); err != nil {

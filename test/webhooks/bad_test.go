@@ -40,7 +40,7 @@ func recs(typ v1alpha1.RecordType, values ...string) client.Object {
 }
 
 func record(zoneRef, name string, typ v1alpha1.RecordType, values ...string) client.Object {
-	return &v1alpha1.DNSRecord{ObjectMeta: meta("bad-record"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: ref(zoneRef), Name: v1alpha1.RecordName(name), Type: typ, Values: values}}
+	return &v1alpha1.DNSRecord{ObjectMeta: meta("bad-record"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: zoneRef}, Name: v1alpha1.RecordName(name), Type: typ, Values: values}}
 }
 
 func key(mut func(*v1alpha1.BindTSIGKeySpec)) client.Object {

@@ -113,7 +113,7 @@ func TestDefaultsStored(t *testing.T) {
 		t.Errorf("cluster defaults: %+v", cs)
 	}
 
-	r := stored(t, &v1alpha1.DNSRecord{ObjectMeta: meta("api"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: ref("example"), Name: "API.example.com.", Type: "CNAME", Values: []string{"WWW"}}}).(*v1alpha1.DNSRecord)
+	r := stored(t, &v1alpha1.DNSRecord{ObjectMeta: meta("api"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "API.example.com.", Type: "CNAME", Values: []string{"WWW"}}}).(*v1alpha1.DNSRecord)
 	if r.Spec.Name != "api" || r.Spec.Values[0] != "www.example.com." || r.Spec.TTL == nil || *r.Spec.TTL != 3600 {
 		t.Errorf("record defaults: %+v", r.Spec)
 	}
@@ -199,7 +199,7 @@ func TestImmutableOnUpdate(t *testing.T) {
 	expectInvalid(t, k8sClient.Update(ctx, &c), "spec.mode", "immutable")
 
 	var r v1alpha1.DNSRecord
-	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("immut"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: ref("example"), Name: "immut", Type: "A", Values: []string{"192.0.2.7"}}}
+	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("immut"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "immut", Type: "A", Values: []string{"192.0.2.7"}}}
 	if err := k8sClient.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestImmutableOnUpdate(t *testing.T) {
 // deleted record would be held forever.
 func TestDNSRecordFinalizerAtCreate(t *testing.T) {
 	fixtures(t)
-	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("finalized"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: ref("example"), Name: "finalized", Type: "A", Values: []string{"192.0.2.8"}}}
+	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("finalized"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "finalized", Type: "A", Values: []string{"192.0.2.8"}}}
 	if err := k8sClient.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestMetadataUpdatesSkipAdmission(t *testing.T) {
 	if err := k8sClient.Create(ctx, zone); err != nil {
 		t.Fatal(err)
 	}
-	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("meta-rec"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: ref("meta-zone"), Name: "api", Type: "A", Values: []string{"192.0.2.1"}}}
+	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("meta-rec"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "meta-zone"}, Name: "api", Type: "A", Values: []string{"192.0.2.1"}}}
 	if err := k8sClient.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
