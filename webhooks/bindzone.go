@@ -123,6 +123,8 @@ func (w *BindZoneWebhook) validateReferences(ctx context.Context, z *v1alpha1.Bi
 		var view v1alpha1.BindView
 		if f.expect(ctx, "spec.viewRef", "BindView", z.Spec.ViewRef.Name, &view, warns) && view.Spec.ClusterRef.Name != z.Spec.ClusterRef.Name {
 			errs = append(errs, field.Invalid(spec.Child("viewRef", "name"), z.Spec.ViewRef.Name, fmt.Sprintf("BindView %q belongs to cluster %q, not %q; name a view of the zone's cluster", view.Name, view.Spec.ClusterRef.Name, z.Spec.ClusterRef.Name)))
+		} else if view.Spec.MatchRecursiveOnly && (z.Spec.Type == v1alpha1.ZonePrimary || z.Spec.Type == "") {
+			errs = append(errs, field.Invalid(spec.Child("viewRef", "name"), z.Spec.ViewRef.Name, fmt.Sprintf("BindView %q matches only recursive queries, and a Primary zone's transfers, NOTIFYs and UPDATEs are not: its secondaries would never get it; put the zone in a view without matchRecursiveOnly", view.Name)))
 		}
 	} else {
 		var views v1alpha1.BindViewList
