@@ -400,24 +400,6 @@ func dumpCluster(t *testing.T, ns, cluster string, replicas int32) {
 	}
 }
 
-// delvValidates runs Debian's delv against server for name's A record,
-// with the zone's DS records (presentation format, as status.dnssec.ds
-// holds them) as its only trust anchor, and fails the test unless delv
-// reports the answer fully validated. It returns delv's output.
-func delvValidates(ctx context.Context, t *testing.T, server, zone string, ds []string, name string) string {
-	t.Helper()
-	file := writeAnchors(t, zone, ds)
-	var out string
-	NewWithT(t).Eventually(func() (err error) {
-		out, err = delvOnce(ctx, file, zone, server, name)
-		if err != nil {
-			return fmt.Errorf("delv: %v\n%s", err, out)
-		}
-		return nil
-	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "delv validates %s from %s", name, server)
-	return out
-}
-
 // writeAnchors writes a delv anchors file that trusts zone by its DS
 // records (presentation format, as status.dnssec.ds holds them).
 func writeAnchors(t *testing.T, zone string, ds []string) string {
