@@ -103,7 +103,7 @@ func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		res := r.observeSecondary(ctx, &zone, status)
 		return res, patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
 	}
-	if zone.Spec.Type != bindv1alpha1.ZonePrimary && zone.Spec.Type != "" {
+	if !zone.Spec.IsPrimary() {
 		status.ObservedGeneration = zone.Generation
 		setZoneCondition(&zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonInConfig,
 			fmt.Sprintf("%s zones are declared in named.conf by BindCluster %q.", zone.Spec.Type, zone.Spec.ClusterRef.Name))

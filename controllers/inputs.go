@@ -162,7 +162,7 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 		}
 		f := render.Forwardee{Address: svc.Spec.ClusterIP, Zones: map[string][]string{}}
 		for _, z := range namespaceZones {
-			if z.Spec.ClusterRef.Name != name || z.DeletionTimestamp != nil || (z.Spec.Type != "" && z.Spec.Type != bindv1alpha1.ZonePrimary) {
+			if z.Spec.ClusterRef.Name != name || z.DeletionTimestamp != nil || !z.Spec.IsPrimary() {
 				continue
 			}
 			var ds []string

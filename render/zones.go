@@ -138,7 +138,7 @@ func (zc *ZoneClauses) TransferKey(zone *bindv1alpha1.BindZone) string {
 func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotify []string) (string, error) {
 	m := zc.m
 	what := "BindZone " + zone.Name
-	if zone.Spec.Type != bindv1alpha1.ZonePrimary && zone.Spec.Type != "" {
+	if !zone.Spec.IsPrimary() {
 		return "", fmt.Errorf("%s is a %s zone, which lives in named.conf, not in a runtime clause", what, zone.Spec.Type)
 	}
 	name := string(zone.Spec.ZoneName)

@@ -77,7 +77,7 @@ func (w *BindViewWebhook) validate(ctx context.Context, v *v1alpha1.BindView) (a
 		var zones v1alpha1.BindZoneList
 		if f.list(ctx, &zones, &warns) {
 			for _, z := range zones.Items {
-				if z.Spec.ClusterRef.Name == v.Spec.ClusterRef.Name && z.Spec.ViewRef != nil && z.Spec.ViewRef.Name == v.Name && (z.Spec.Type == v1alpha1.ZonePrimary || z.Spec.Type == "") {
+				if z.Spec.ClusterRef.Name == v.Spec.ClusterRef.Name && z.Spec.ViewRef != nil && z.Spec.ViewRef.Name == v.Name && z.Spec.IsPrimary() {
 					errs = append(errs, field.Invalid(spec.Child("matchRecursiveOnly"), true, fmt.Sprintf("the view holds Primary zone %q, whose transfers, NOTIFYs and UPDATEs are not recursive queries and would never reach it; leave matchRecursiveOnly off, or move the zone to another view", z.Name)))
 					break
 				}

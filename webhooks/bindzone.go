@@ -123,7 +123,7 @@ func (w *BindZoneWebhook) validateReferences(ctx context.Context, z *v1alpha1.Bi
 		var view v1alpha1.BindView
 		if f.expect(ctx, "spec.viewRef", "BindView", z.Spec.ViewRef.Name, &view, warns) && view.Spec.ClusterRef.Name != z.Spec.ClusterRef.Name {
 			errs = append(errs, field.Invalid(spec.Child("viewRef", "name"), z.Spec.ViewRef.Name, fmt.Sprintf("BindView %q belongs to cluster %q, not %q; name a view of the zone's cluster", view.Name, view.Spec.ClusterRef.Name, z.Spec.ClusterRef.Name)))
-		} else if view.Spec.MatchRecursiveOnly && (z.Spec.Type == v1alpha1.ZonePrimary || z.Spec.Type == "") {
+		} else if view.Spec.MatchRecursiveOnly && z.Spec.IsPrimary() {
 			errs = append(errs, field.Invalid(spec.Child("viewRef", "name"), z.Spec.ViewRef.Name, fmt.Sprintf("BindView %q matches only recursive queries, and a Primary zone's transfers, NOTIFYs and UPDATEs are not: its secondaries would never get it; put the zone in a view without matchRecursiveOnly", view.Name)))
 		}
 	} else {
@@ -167,7 +167,7 @@ func (w *BindZoneWebhook) validateReferences(ctx context.Context, z *v1alpha1.Bi
 // keys, so that a client's signed UPDATE lands in the zone's view from any
 // address, and one key can select only one view.
 func updateKeyInOtherView(ctx context.Context, f refs, z *v1alpha1.BindZone, p *field.Path, warns *admission.Warnings) field.ErrorList {
-	if z.Spec.ViewRef == nil || (z.Spec.Type != v1alpha1.ZonePrimary && z.Spec.Type != "") {
+	if z.Spec.ViewRef == nil || !z.Spec.IsPrimary() {
 		return nil
 	}
 	var zones v1alpha1.BindZoneList
@@ -176,7 +176,7 @@ func updateKeyInOtherView(ctx context.Context, f refs, z *v1alpha1.BindZone, p *
 	}
 	for _, o := range zones.Items {
 		if o.Name == z.Name || o.Spec.ClusterRef.Name != z.Spec.ClusterRef.Name || o.Spec.ViewRef == nil || o.Spec.ViewRef.Name == z.Spec.ViewRef.Name ||
-			o.Spec.UpdateKeyRef == nil || o.Spec.UpdateKeyRef.Name != z.Spec.UpdateKeyRef.Name || (o.Spec.Type != v1alpha1.ZonePrimary && o.Spec.Type != "") {
+			o.Spec.UpdateKeyRef == nil || o.Spec.UpdateKeyRef.Name != z.Spec.UpdateKeyRef.Name || !o.Spec.IsPrimary() {
 			continue
 		}
 		return field.ErrorList{field.Invalid(p, z.Spec.UpdateKeyRef.Name, fmt.Sprintf("BindZone %q of BindView %q already uses this key; BIND picks a zone's view by the key that signs an UPDATE, so a key can serve one view only: create another BindTSIGKey for this view's zones", o.Name, o.Spec.ViewRef.Name))}

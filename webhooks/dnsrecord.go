@@ -258,7 +258,7 @@ func (w *DNSRecordWebhook) validateAdmitted(ctx context.Context, r *v1alpha1.DNS
 // CNAME exclusivity holds across both.
 func validateAgainstZone(r *v1alpha1.DNSRecord, z *v1alpha1.BindZone, spec *field.Path, warns *admission.Warnings) field.ErrorList {
 	var errs field.ErrorList
-	if z.Spec.Type != "" && z.Spec.Type != v1alpha1.ZonePrimary {
+	if !z.Spec.IsPrimary() {
 		return field.ErrorList{field.Invalid(spec.Child("zoneRef", "name"), r.Spec.ZoneRef.Name, fmt.Sprintf("BindZone %q is a %s zone; DNSRecords can only update Primary zones", z.Name, z.Spec.Type))}
 	}
 	if z.Spec.UpdateKeyRef == nil {

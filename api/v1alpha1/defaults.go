@@ -195,6 +195,12 @@ func (c *BindCluster) SetDefaults(image, agentImage string) {
 // Service, which lies outside the zone. A default inside the zone
 // (ns1.<zone>) would need an address record BIND 9.18 insists on before it
 // loads the zone.
+// IsPrimary tells a Primary zone, including one stored without a type
+// (DefaultZoneType): the only kind whose data the operator holds.
+func (s *BindZoneSpec) IsPrimary() bool {
+	return s.Type == ZonePrimary || s.Type == ""
+}
+
 func (z *BindZone) SetDefaults() {
 	s := &z.Spec
 	if s.Type == "" {
