@@ -100,10 +100,10 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) (ctrl.Result, error) {
 	var zone bindv1alpha1.BindZone
-	zoneNS, zoneObj := rec.ZoneKey()
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zoneNS, Name: zoneObj}, &zone); err != nil {
+	key := rec.ZoneKey()
+	if err := r.Client.Get(ctx, key, &zone); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotFound, fmt.Sprintf("BindZone %q does not exist in namespace %q; create it or fix spec.zoneRef", zoneObj, zoneNS))
+			r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotFound, fmt.Sprintf("BindZone %q does not exist in namespace %q; create it or fix spec.zoneRef", key.Name, key.Namespace))
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
 		return ctrl.Result{}, err
@@ -279,24 +279,18 @@ func (r *DNSRecordReconciler) admitted(ctx context.Context, rec *bindv1alpha1.DN
 	return records.Admits(zone, rec.Namespace, ns.Labels, name, rec.Spec.Type), nil
 }
 
-// Field indexes of DNSRecords in the manager's cache, across namespaces.
+// Field indexes of DNSRecords in the manager's cache, across namespaces:
+// indexRecordZone by the zone's "namespace/name" (DNSRecord.ZoneKey).
 const (
 	indexRecordZone  = "spec.zoneRef"
 	indexRecordClaim = "bind.unkin.net/claim"
 )
 
-// recordZone is a DNSRecord's indexRecordZone key: its zone's
-// "namespace/name".
-func recordZone(r *bindv1alpha1.DNSRecord) string {
-	ns, name := r.ZoneKey()
-	return ns + "/" + name
-}
-
 // claimKey is what two DNSRecords must not share, in whatever namespaces
 // they live: zone, owner name, type. Names are canonical (lowercase,
 // relative) once the webhook defaulted them.
 func claimKey(r *bindv1alpha1.DNSRecord) string {
-	return recordZone(r) + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), ".")) + "/" + strings.ToUpper(string(r.Spec.Type))
+	return r.ZoneKey().String() + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), ".")) + "/" + strings.ToUpper(string(r.Spec.Type))
 }
 
 func olderThan(a, b *bindv1alpha1.DNSRecord) bool {
@@ -327,8 +321,7 @@ func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.
 		return nil // nothing of ours is in the zone
 	}
 	var zone bindv1alpha1.BindZone
-	zoneNS, zoneObj := rec.ZoneKey()
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zoneNS, Name: zoneObj}, &zone); err != nil {
+	if err := r.Client.Get(ctx, rec.ZoneKey(), &zone); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	srv, err := r.Servers.Resolve(ctx, &zone)
@@ -383,7 +376,7 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(context.Background(), &bindv1alpha1.DNSRecord{}, indexRecordZone, func(o client.Object) []string {
-		return []string{recordZone(o.(*bindv1alpha1.DNSRecord))}
+		return []string{o.(*bindv1alpha1.DNSRecord).ZoneKey().String()}
 	}); err != nil {
 		return err
 	}
@@ -404,7 +397,7 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return reqs
 	}
 	recordsOfZone := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return enqueue(ctx, client.MatchingFields{indexRecordZone: o.GetNamespace() + "/" + o.GetName()})
+		return enqueue(ctx, client.MatchingFields{indexRecordZone: client.ObjectKeyFromObject(o).String()})
 	})
 	// When a record goes, the one that lost the claim to it takes over.
 	rivals := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {

@@ -51,17 +51,11 @@ func recordZoneName(zone types.NamespacedName, r *v1alpha1.DNSRecord) string {
 // zoneKey is where r's BindZone is (DNSRecord.ZoneKey), with the request's
 // namespace for an object that has none yet.
 func zoneKey(ctx context.Context, r *v1alpha1.DNSRecord) types.NamespacedName {
-	ns := r.Spec.ZoneRef.Namespace
-	if ns == "" {
-		ns = namespaceOf(ctx, r.Namespace)
+	k := r.ZoneKey()
+	if k.Namespace == "" {
+		k.Namespace = namespaceOf(ctx, r.Namespace)
 	}
-	return types.NamespacedName{Namespace: ns, Name: r.Spec.ZoneRef.Name}
-}
-
-// storedZoneKey is zoneKey of a stored DNSRecord.
-func storedZoneKey(r *v1alpha1.DNSRecord) types.NamespacedName {
-	ns, name := r.ZoneKey()
-	return types.NamespacedName{Namespace: ns, Name: name}
+	return k
 }
 
 // sameName lists the other DNSRecords of r's zone at r's name, in every
@@ -81,7 +75,7 @@ func (w *DNSRecordWebhook) sameName(ctx context.Context, r *v1alpha1.DNSRecord) 
 	}
 	out := list.Items[:0]
 	for _, o := range list.Items {
-		if (types.NamespacedName{Namespace: o.Namespace, Name: o.Name}) != self && o.DeletionTimestamp == nil && recordZoneName(storedZoneKey(&o), &o) == key {
+		if (types.NamespacedName{Namespace: o.Namespace, Name: o.Name}) != self && o.DeletionTimestamp == nil && recordZoneName(o.ZoneKey(), &o) == key {
 			out = append(out, o)
 		}
 	}

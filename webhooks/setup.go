@@ -65,7 +65,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	// warm: the CNAME rule across DNSRecords looks up one name per call.
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.DNSRecord{}, IndexRecordZoneName, func(o client.Object) []string {
 		r := o.(*v1alpha1.DNSRecord)
-		return []string{recordZoneName(storedZoneKey(r), r)}
+		return []string{recordZoneName(r.ZoneKey(), r)}
 	}); err != nil {
 		return fmt.Errorf("indexing DNSRecords for the webhooks: %w", err)
 	}

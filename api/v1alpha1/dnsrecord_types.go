@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // DNSRecordFinalizer holds a DNSRecord until its data is removed from the
@@ -74,12 +75,12 @@ type ZoneReference struct {
 
 // ZoneKey is where the record's BindZone is: zoneRef, in the record's
 // namespace unless zoneRef.namespace is set.
-func (r *DNSRecord) ZoneKey() (namespace, name string) {
+func (r *DNSRecord) ZoneKey() types.NamespacedName {
 	ns := r.Spec.ZoneRef.Namespace
 	if ns == "" {
 		ns = r.Namespace
 	}
-	return ns, r.Spec.ZoneRef.Name
+	return types.NamespacedName{Namespace: ns, Name: r.Spec.ZoneRef.Name}
 }
 
 // DNSRecordStatus is the observed state of a DNSRecord.
