@@ -124,7 +124,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{}, err
 	}
 
-	currentKeys := r.currentKeys(ctx, cluster)
+	// A read error stops here: taken for "no Secret yet", it would
+	// generate new control and view keys and roll every pod.
+	currentKeys, err := keysData(ctx, r.Client, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	ctlKey, err := controlKey(currentKeys)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -244,15 +249,6 @@ func controlKey(current map[string][]byte) (render.TSIGKey, error) {
 	}
 	key.Secret = base64.StdEncoding.EncodeToString(buf)
 	return key, nil
-}
-
-// currentKeys returns the keys Secret's data, nil when it does not exist.
-func (r *BindClusterReconciler) currentKeys(ctx context.Context, cluster *bindv1alpha1.BindCluster) map[string][]byte {
-	var s corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: keysSecretName(cluster)}, &s); err != nil {
-		return nil
-	}
-	return s.Data
 }
 
 // runningHash is the hash on the StatefulSet's pod template, "" before the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -27,6 +26,12 @@ func viewKeyEntry(view string) string { return "view-" + view + ".secret" }
 // viewKeyAlgorithm is the algorithm of the views' keys.
 const viewKeyAlgorithm = bindv1alpha1.TSIGHMACSHA256
 
+// keptViewKey is a view's key as the keys Secret's data (current) holds
+// it; its Secret is "" when the data has none.
+func keptViewKey(current map[string][]byte, view string) render.TSIGKey {
+	return render.TSIGKey{Name: bindv1alpha1.ViewKeyName(view), Algorithm: string(viewKeyAlgorithm), Secret: string(current[viewKeyEntry(view)])}
+}
+
 // viewKeys returns the key of each view, from the keys Secret's data
 // (current). A view whose key is missing gets a new one when generate is
 // set (the BindCluster controller, which writes the Secret); otherwise it
@@ -34,7 +39,7 @@ const viewKeyAlgorithm = bindv1alpha1.TSIGHMACSHA256
 func viewKeys(current map[string][]byte, views []bindv1alpha1.BindView, generate bool) (map[string]render.TSIGKey, error) {
 	keys := make(map[string]render.TSIGKey, len(views))
 	for _, v := range views {
-		k := render.TSIGKey{Name: bindv1alpha1.ViewKeyName(v.Name), Algorithm: string(viewKeyAlgorithm), Secret: string(current[viewKeyEntry(v.Name)])}
+		k := keptViewKey(current, v.Name)
 		if k.Secret == "" {
 			if !generate {
 				continue
@@ -80,12 +85,8 @@ func viewKey(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindClu
 	if err != nil {
 		return dnsclient.Key{}, err
 	}
-	keys, err := viewKeys(data, []bindv1alpha1.BindView{{ObjectMeta: metav1.ObjectMeta{Name: view}}}, false)
-	if err != nil {
-		return dnsclient.Key{}, err
-	}
-	k, ok := keys[view]
-	if !ok {
+	k := keptViewKey(data, view)
+	if k.Secret == "" {
 		return dnsclient.Key{}, errViewKeyMissing(cluster, view)
 	}
 	return dnsclient.NewKey(k.Name, k.Algorithm, k.Secret)
