@@ -19,22 +19,27 @@ func (c *Client) Query(ctx context.Context, name string, rrtype uint16) ([]dns.R
 	m.SetQuestion(name, rrtype)
 	m.RecursionDesired = false
 	start := time.Now()
+	rrs, err := c.query(ctx, m)
+	c.logExchange(ctx, "dns query", name, len(rrs), start, err)
+	return rrs, err
+}
+
+func (c *Client) query(ctx context.Context, m *dns.Msg) ([]dns.RR, error) {
+	q := m.Question[0]
 	r, authErr, err := c.exchange(ctx, m)
-	if err == nil && r.Rcode == dns.RcodeNameError && authErr == nil {
-		c.logExchange(ctx, "dns query", name, 0, start, nil)
+	if err != nil {
+		return nil, err
+	}
+	if r.Rcode == dns.RcodeNameError && authErr == nil {
 		return nil, nil
 	}
-	if err == nil {
-		err = checkReply("query", name, r, authErr)
-	}
-	c.logExchange(ctx, "dns query", name, 1, start, err)
-	if err != nil {
+	if err := checkReply("query", q.Name, r, authErr); err != nil {
 		return nil, err
 	}
 	var rrs []dns.RR
 	for _, rr := range r.Answer {
 		h := rr.Header()
-		if h.Rrtype == rrtype && strings.EqualFold(dns.Fqdn(h.Name), name) {
+		if h.Rrtype == q.Qtype && strings.EqualFold(dns.Fqdn(h.Name), q.Name) {
 			rrs = append(rrs, rr)
 		}
 	}
