@@ -9,6 +9,7 @@ const (
 	PathSync        = "/v1/sync"
 	PathPolicy      = "/v1/policies/apply"
 	PathProbe       = "/v1/transfers/probe"
+	PathOwners      = "/v1/zones/owners"
 )
 
 // Request size limits. Both sides apply them: the agent refuses larger
@@ -31,6 +32,11 @@ const (
 	// error of MaxResultErrorBytes made of characters JSON escapes
 	// (TestLargestBatchReplyFits).
 	MaxReplyBytes = 12 << 20
+	// MaxOwnedSets bounds the record sets one OwnersRequest protects
+	// (DNSRecords, inline sets, SOA and NS of one zone); MaxOwnersBytes
+	// bounds such a request: 50,000 sets of the longest names.
+	MaxOwnedSets   = 50000
+	MaxOwnersBytes = 16 << 20
 )
 
 // Actions reported by ensure and delete.
@@ -180,4 +186,35 @@ type ProbeOutcome struct {
 	Server string `json:"server"`
 	Serial uint32 `json:"serial,omitempty"`
 	Error  string `json:"error,omitempty"`
+}
+
+// OwnersRequest tells the primary's agent which record sets of a zone the
+// operator owns, and which keys sign the zone's external UPDATEs. The
+// zone's update-policy asks the agent about every record an UPDATE signed
+// with any key but the operator's touches (render's "external" rule); the
+// agent grants it when the signer is one of UpdateKeys and the record's
+// name and type are none of Sets. A later request replaces the earlier
+// one whole.
+type OwnersRequest struct {
+	View string `json:"view,omitempty"`
+	Zone string `json:"zone"`
+	// UpdateKeys are the BIND names of the keys whose UPDATEs the agent
+	// judges (the zone's spec.updateKeyRef).
+	UpdateKeys []string `json:"updateKeys"`
+	// Sets are the record sets no UPDATE signed with UpdateKeys may
+	// change: absolute names (trailing dot optional) and type mnemonics.
+	Sets []OwnedSet `json:"sets"`
+}
+
+// OwnedSet is one record set the operator owns.
+type OwnedSet struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// OwnersResult says what the agent now protects in the zone.
+type OwnersResult struct {
+	View string `json:"view,omitempty"`
+	Zone string `json:"zone"`
+	Sets int    `json:"sets"`
 }

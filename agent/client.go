@@ -166,6 +166,14 @@ func (c *Client) ProbeTransfer(ctx context.Context, req TransferProbeRequest) (T
 	return out, err
 }
 
+// SetOwners tells the primary's agent which record sets of a zone UPDATEs
+// signed with the zone's update key may not change.
+func (c *Client) SetOwners(ctx context.Context, req OwnersRequest) (OwnersResult, error) {
+	var out OwnersResult
+	err := c.call(ctx, PathOwners, req, &out, MaxOwnersBytes)
+	return out, err
+}
+
 // Sync flushes every zone's journal into its file (rndc sync -clean).
 func (c *Client) Sync(ctx context.Context) error {
 	var out SyncResult

@@ -66,6 +66,7 @@ type Agent struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *store
+	owners  *owners
 	api     *session // API requests
 	probe   *session // readiness: never queued behind a large batch
 	ready   *readiness
@@ -116,6 +117,10 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	own, err := openOwners(cfg.Paths.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	tlsCfg := cfg.TLS
 	if tlsCfg == nil {
 		st, err := newTLSFiles(cfg.Paths.KeysDir)
@@ -131,6 +136,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		store:   st,
+		owners:  own,
 		api:     &session{addr: cfg.ControlAddr, keyFile: cfg.ControlKeyFile, dialer: rndc.Dialer{Timeout: 30 * time.Second}},
 		probe:   &session{addr: cfg.ControlAddr, keyFile: cfg.ControlKeyFile, dialer: rndc.Dialer{Timeout: 5 * time.Second}},
 		ready:   newReadiness(),
@@ -208,6 +214,12 @@ func (a *Agent) Serve(ctx context.Context, apiLn, metricsLn net.Listener) error 
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          errLog,
 	}
+	ownersLn, err := a.listenOwners(ctx)
+	if err != nil {
+		apiLn.Close()
+		metricsLn.Close()
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -215,8 +227,8 @@ func (a *Agent) Serve(ctx context.Context, apiLn, metricsLn net.Listener) error 
 	wg.Go(func() { errs <- apiSrv.Serve(tls.NewListener(apiLn, a.tls)) })
 	wg.Go(func() { errs <- metricsSrv.Serve(metricsLn) })
 	wg.Go(func() { a.readyLoop(ctx) })
+	wg.Go(func() { a.serveOwners(ownersLn) })
 
-	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errs:
@@ -227,6 +239,7 @@ func (a *Agent) Serve(ctx context.Context, apiLn, metricsLn net.Listener) error 
 	defer stop()
 	_ = apiSrv.Shutdown(shutCtx)
 	_ = metricsSrv.Shutdown(shutCtx)
+	ownersLn.Close() // also removes the socket file
 	wg.Wait()
 	a.api.close()
 	a.probe.close()

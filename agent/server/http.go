@@ -31,6 +31,7 @@ func (a *Agent) apiHandler() http.Handler {
 	mux.Handle("POST "+agent.PathSync, a.instrument("sync", a.handleSync))
 	mux.Handle("POST "+agent.PathPolicy, a.instrument("policy", a.handlePolicy))
 	mux.Handle("POST "+agent.PathProbe, a.instrument("probe", a.handleProbe))
+	mux.Handle("POST "+agent.PathOwners, a.instrument("owners", a.handleOwners))
 	// Anything else: the mux answers 404, or 405 for a known path with
 	// another method.
 	return mux

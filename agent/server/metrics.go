@@ -9,6 +9,7 @@ type agentMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	zoneOps  *prometheus.CounterVec
+	ssu      *prometheus.CounterVec
 	ready    prometheus.Gauge
 }
 
@@ -29,12 +30,16 @@ func newAgentMetrics(reg prometheus.Registerer, expected func() int) *agentMetri
 			Name: "bind_agent_zone_operations_total",
 			Help: "Zone operations by outcome (added, modified, unchanged, deleted, absent, error).",
 		}, []string{"action"}),
+		ssu: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bind_agent_update_checks_total",
+			Help: "Records of UPDATEs signed with a zone's update key that named asked the agent about, by verdict (granted, owned: the operator's record set, unknown-zone, invalid).",
+		}, []string{"verdict"}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "bind_agent_ready",
 			Help: "1 when named answers DNS and every expected zone is loaded.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.zoneOps, m.ready,
+	reg.MustRegister(m.requests, m.latency, m.zoneOps, m.ssu, m.ready,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bind_agent_expected_zones",
 			Help: "Zones ensured through the agent and not deleted.",

@@ -217,7 +217,7 @@ func (a *Agent) deleteZone(ctx context.Context, ref agent.ZoneRef) (agent.Delete
 		return []agent.ZoneRef{ref}
 	})
 	a.ready.forget(ref)
-	return res, err
+	return res, errors.Join(err, a.owners.forget(ref))
 }
 
 // zoneStatus asks named (rndc zonestatus) about a zone.

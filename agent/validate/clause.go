@@ -120,6 +120,19 @@ func ParseClause(clause, dataDir string) (*Clause, error) {
 			if t.Kind == namedconf.Word && forbiddenWords[strings.ToLower(t.Text)] {
 				return nil, fail("clause", "may not contain %q", clip(t.Text))
 			}
+			// An update-policy "external" rule names a Unix socket named
+			// connects to and writes to: it must lie in the data
+			// directory, like the files a clause names. A relative path
+			// is relative to named's working directory, the data
+			// directory (render's options { directory }).
+			if sock, ok := cutPrefixFold(t.Text, "local:"); ok && dataDir != "" {
+				if !filepath.IsAbs(sock) {
+					sock = filepath.Join(dataDir, sock)
+				}
+				if !within(dataDir, sock) {
+					return nil, fail("clause", "socket %q lies outside the data directory %s", clip(sock), dataDir)
+				}
+			}
 		}
 		if depth == 0 {
 			return nil, fail("clause", "has text outside its block")
@@ -178,6 +191,14 @@ func ParseClause(clause, dataDir string) (*Clause, error) {
 	}
 	slices.Sort(c.statements)
 	return c, nil
+}
+
+// cutPrefixFold is strings.CutPrefix ignoring ASCII case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return s, false
+	}
+	return s[len(prefix):], true
 }
 
 // within reports whether p is an absolute path inside dir (not dir itself).
