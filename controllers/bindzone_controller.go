@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -79,6 +80,7 @@ type BindZoneReconciler struct {
 	ClusterDomain string
 
 	agents *agentClients
+	owners *zoneOwners
 }
 
 // Finalizers are written with a merge patch, status with a status patch.
@@ -138,6 +140,11 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	added, err := r.ensureOnPods(ctx, zone, t)
 	if err != nil {
 		return r.report(zone, status, err)
+	}
+	// Before the zone reports Ready: a client that waits for it finds its
+	// update key working, and the owned sets guarded.
+	if err := r.owners.push(ctx, zone); err != nil {
+		return r.report(zone, status, &problem{bindv1alpha1.ReasonAgentError, agent.Bound(err.Error()), 10 * time.Second})
 	}
 	if added {
 		now := metav1.Now()
@@ -221,6 +228,7 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Paths = render.DefaultPaths()
 	}
 	r.agents = &agentClients{Client: mgr.GetClient()}
+	r.owners = &zoneOwners{client: mgr.GetClient(), endpoints: r.Endpoints, agents: r.agents}
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
 		workers = 8
@@ -246,6 +254,9 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 			return o.Status.PodIP != n.Status.PodIP
 		},
+	}
+	if err := r.setupOwners(mgr, zonesOf, podsChanged); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindZone{}, builder.WithPredicates(predicate.Or(

@@ -117,8 +117,9 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 // targetKeys settles which keys the zone's clause grants and the operator
 // signs with. A zone in a view uses the view's key for everything (render
 // grants it); any other zone is updated with its operator key
-// (OperatorKeyRef, granted through the effective updateKeyRef) and
-// replicated with the cluster's transfer key K.
+// (OperatorKeyRef: K, else the update key; a zone without updateKeyRef
+// gets K as its effective one) and replicated with the cluster's transfer
+// key K.
 func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *render.Input) error {
 	zone, cluster := t.effective, t.cluster
 	in.Zones = []bindv1alpha1.BindZone{*zone}
@@ -154,8 +155,10 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 	if err != nil {
 		return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), time.Minute}
 	}
-	zone.Spec.UpdateKeyRef = &bindv1alpha1.LocalObjectReference{Name: keyObj}
-	in.Zones = []bindv1alpha1.BindZone{*zone}
+	if zone.Spec.UpdateKeyRef == nil {
+		zone.Spec.UpdateKeyRef = &bindv1alpha1.LocalObjectReference{Name: keyObj}
+		in.Zones = []bindv1alpha1.BindZone{*zone}
+	}
 	if _, ok := in.Keys[keyObj]; !ok {
 		var k bindv1alpha1.BindTSIGKey
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: keyObj}, &k); err != nil {

@@ -78,24 +78,27 @@ func (r ClusterResolver) Resolve(ctx context.Context, zone *bindv1alpha1.BindZon
 }
 
 // OperatorKeyRef names the BindTSIGKey that signs the operator's own
-// UPDATEs to a primary zone (inline records, DNSRecords): the zone's
-// updateKeyRef when set, else the cluster's transfer key K (TransferKeyRef).
-// The BindZone controller grants exactly that key allow-update in the
-// zone's runtime clause, so a zone without updateKeyRef is writable only by
-// the operator (and by whoever holds K, i.e. the cluster's own pods). Key
-// material never leaves the Secrets: the CRs and status hold only names.
+// UPDATEs to a primary zone outside views (inline records, DNSRecords,
+// SOA): the cluster's transfer key K (TransferKeyRef), else the zone's
+// updateKeyRef. render.ZoneClauses picks the same key: with K, a zone
+// whose updateKeyRef is another key grants K everything and has the agent
+// judge the update key's UPDATEs, which may not touch the record sets the
+// operator owns (docs/behaviours.md, "Owned record sets"); a zone without
+// updateKeyRef is writable only by the operator (and by whoever holds K,
+// i.e. the cluster's own pods). Key material never leaves the Secrets:
+// the CRs and status hold only names.
 func OperatorKeyRef(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone) (string, error) {
-	if zone.Spec.UpdateKeyRef != nil {
-		return zone.Spec.UpdateKeyRef.Name, nil
-	}
 	k, err := TransferKeyRef(ctx, c, cluster, zone)
 	if err != nil {
 		return "", err
 	}
-	if k == "" {
-		return "", fmt.Errorf("BindZone %q has no updateKeyRef and BindCluster %q has no transfer key (spec.transferKeyRef or a BindCatalogZone), so no key may update the zone", zone.Name, cluster.Name)
+	if k != "" {
+		return k, nil
 	}
-	return k, nil
+	if zone.Spec.UpdateKeyRef != nil {
+		return zone.Spec.UpdateKeyRef.Name, nil
+	}
+	return "", fmt.Errorf("BindZone %q has no updateKeyRef and BindCluster %q has no transfer key (spec.transferKeyRef or a BindCatalogZone), so no key may update the zone", zone.Name, cluster.Name)
 }
 
 // TransferKeyRef names the BindTSIGKey K that signs the zone's transfers and

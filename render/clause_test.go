@@ -9,8 +9,10 @@ import (
 )
 
 // The zone clause on each pod, for the keys that reach a zone: the view's
-// key picks the zone's view and may update and transfer it; the update key
-// transfers only when the zone says so, and then on the secondaries too.
+// key picks the zone's view and may update and transfer it; the operator's
+// key (the view's, else K) may update anything and the update key is
+// judged by the agent's owners socket; the update key transfers only when
+// the zone says so, and then on the secondaries too.
 func TestClauseKeys(t *testing.T) {
 	c := cluster(bindv1alpha1.ModeAuthoritative)
 	c.Spec.TransferKeyRef = ref("transfer")
@@ -34,24 +36,36 @@ func TestClauseKeys(t *testing.T) {
 		zone      *bindv1alpha1.BindZone
 		primary   string
 		secondary string
+		noK       bool // the cluster has no transfer key
 	}{
 		{"no view", nil, zone("", false),
-			`{ type primary; file "/var/lib/bind/zones/_default/example.com.db"; allow-update { key "updates"; }; allow-transfer { key "transfer"; }; };`,
-			`{ type secondary; file "/var/lib/bind/secondary/_default/example.com.db"; primaries { 198.19.10.53 key "transfer"; }; };`},
+			`{ type primary; file "/var/lib/bind/zones/_default/example.com.db"; update-policy { grant "transfer" zonesub "ANY"; grant "local:owners.sock" external "example.com." "ANY"; }; allow-transfer { key "transfer"; }; };`,
+			`{ type secondary; file "/var/lib/bind/secondary/_default/example.com.db"; primaries { 198.19.10.53 key "transfer"; }; };`, false},
 		{"update key transfers", nil, zone("", true),
-			`{ type primary; file "/var/lib/bind/zones/_default/example.com.db"; allow-update { key "updates"; }; allow-transfer { key "transfer"; key "updates"; }; };`,
-			`{ type secondary; file "/var/lib/bind/secondary/_default/example.com.db"; primaries { 198.19.10.53 key "transfer"; }; allow-transfer { key "updates"; }; };`},
+			`{ type primary; file "/var/lib/bind/zones/_default/example.com.db"; update-policy { grant "transfer" zonesub "ANY"; grant "local:owners.sock" external "example.com." "ANY"; }; allow-transfer { key "transfer"; key "updates"; }; };`,
+			`{ type secondary; file "/var/lib/bind/secondary/_default/example.com.db"; primaries { 198.19.10.53 key "transfer"; }; allow-transfer { key "updates"; }; };`, false},
 		{"in a view", []bindv1alpha1.BindView{inside}, zone("inside", false),
-			`{ type primary; file "/var/lib/bind/zones/inside/example.com.db"; allow-update { key "bind-operator-view-inside"; key "updates"; }; allow-transfer { key "bind-operator-view-inside"; }; };`,
-			`{ type secondary; file "/var/lib/bind/secondary/inside/example.com.db"; primaries { 198.19.10.53 key "bind-operator-view-inside"; }; };`},
+			`{ type primary; file "/var/lib/bind/zones/inside/example.com.db"; update-policy { grant "bind-operator-view-inside" zonesub "ANY"; grant "local:owners.sock" external "example.com." "ANY"; }; allow-transfer { key "bind-operator-view-inside"; }; };`,
+			`{ type secondary; file "/var/lib/bind/secondary/inside/example.com.db"; primaries { 198.19.10.53 key "bind-operator-view-inside"; }; };`, false},
+		// Without K the operator signs with the update key itself: nothing
+		// tells its UPDATEs from a client's.
+		{"no transfer key", nil, zone("", false),
+			`{ type primary; file "/var/lib/bind/zones/_default/example.com.db"; allow-update { key "updates"; }; allow-transfer { none; }; };`,
+			"", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
+			c := c.DeepCopy()
+			if tc.noK {
+				c.Spec.TransferKeyRef = nil
+			}
 			in := Input{Cluster: c, PrimaryAddress: "198.19.10.53", ControlKey: controlKey(), Keys: keys, Views: tc.views, ViewKeys: viewKeysFor(tc.views), Paths: DefaultPaths()}
 			zc, err := NewZoneClauses(in)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(zc.Clause(tc.zone, ZoneRolePrimary, nil)).To(Equal(tc.primary))
-			g.Expect(zc.Clause(tc.zone, ZoneRoleSecondary, nil)).To(Equal(tc.secondary))
+			if tc.secondary != "" {
+				g.Expect(zc.Clause(tc.zone, ZoneRoleSecondary, nil)).To(Equal(tc.secondary))
+			}
 		})
 	}
 }

@@ -193,6 +193,19 @@ func (p Paths) dnssecKeysDir() string  { return path.Join(p.DataDir, "keys") }
 func (p Paths) pidFile() string        { return path.Join(p.DataDir, "named.pid") }
 func (p Paths) sessionKeyFile() string { return path.Join(p.DataDir, "session.key") }
 
+// OwnersSocketName is the Unix socket, in the data directory, on which the
+// agent judges the UPDATEs a zone's update-policy defers to it (the
+// "external" rule of zones with an update key): named connects to it per
+// record. The rule names it relative to named's working directory, which
+// is the data directory (options { directory }): BIND reads the rule's
+// "local:<path>" as a DNS name, so a component of an absolute path longer
+// than 63 bytes (a test's temporary directory) would not parse.
+const OwnersSocketName = "owners.sock"
+
+// OwnersSocket is the absolute path of OwnersSocketName, where the agent
+// listens.
+func (p Paths) OwnersSocket() string { return path.Join(p.DataDir, OwnersSocketName) }
+
 // PrimaryZoneFile is where the agent writes the seed of a runtime primary
 // zone (rndc addzone) before adding it. view is "" outside views.
 func (p Paths) PrimaryZoneFile(view, zone string) string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // writeConfigZone declares a Forward, Stub or Secondary zone. These hold no
@@ -154,21 +155,12 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 	case ZoneRolePrimary:
 		add("type primary;")
 		add("file %q;", m.paths.PrimaryZoneFile(v.name, name))
-		var upd []string
-		if v.key != "" {
-			// The operator's own UPDATEs to a zone in a view are signed
-			// with the view's key, which selects the view.
-			upd = append(upd, `key "`+v.key+`"`)
+		updates, err := m.updateRule(what, zone, v.key, key)
+		if err != nil {
+			return "", err
 		}
-		if ref := zone.Spec.UpdateKeyRef; ref != nil {
-			k, err := m.keyRef(what+" spec.updateKeyRef", ref.Name)
-			if err != nil {
-				return "", err
-			}
-			upd = append(upd, `key "`+k+`"`)
-		}
-		if len(upd) > 0 {
-			add("allow-update { %s; };", strings.Join(upd, "; "))
+		if updates != "" {
+			add("%s", updates)
 		}
 		var xfr []string
 		if key != "" {
@@ -206,7 +198,7 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 			// 9.18 signs a zone without allow-update only inline; a
 			// dynamic zone is signed in place. Say so explicitly: the
 			// default flips to yes in 9.20 and named-checkconf warns.
-			if len(upd) == 0 {
+			if updates == "" {
 				add("inline-signing yes;")
 			} else {
 				add("inline-signing no;")
@@ -240,6 +232,62 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		add("allow-query { %s; };", strings.Join(els, "; "))
 	}
 	return "{ " + strings.Join(parts, " ") + " };", nil
+}
+
+// updateRule is the statement that says who may update a Primary zone,
+// "" when nobody may. viewKey is the key of the zone's view, xfrKey the
+// cluster's transfer key K (TransferKey).
+//
+// The operator signs its own UPDATEs with the view's key, else with K. A
+// zone with an update key (spec.updateKeyRef) that differs from that key
+// gets an update-policy: the operator's key may change anything, and every
+// other signer is judged by the agent over OwnersSocket ("external"): it
+// grants the update key's UPDATEs except on the record sets the operator
+// owns (DNSRecords, inline records, SOA, NS), so an external client such
+// as external-dns or nsupdate gets REFUSED there instead of silently
+// overwriting them (docs/behaviours.md, "Owned record sets"). Without K,
+// outside views, the operator signs with the update key itself and the
+// zone keeps a plain allow-update.
+func (m *model) updateRule(what string, zone *bindv1alpha1.BindZone, viewKey, xfrKey string) (string, error) {
+	updKey := ""
+	if ref := zone.Spec.UpdateKeyRef; ref != nil {
+		k, err := m.keyRef(what+" spec.updateKeyRef", ref.Name)
+		if err != nil {
+			return "", err
+		}
+		updKey = k
+	}
+	opKey, guarded := OperatorUpdateKey(viewKey, xfrKey, updKey)
+	switch {
+	case guarded:
+		// BIND requires a name in an external rule and ignores it: the
+		// agent finds the zone from the record's name and the signer.
+		// Quoted as `rndc showzone` prints the rule, so the agent finds
+		// the clause unchanged and makes no modzone.
+		return fmt.Sprintf(`update-policy { grant "%s" zonesub "ANY"; grant "local:%s" external "%s" "ANY"; };`,
+			opKey, OwnersSocketName, records.ZoneFQDN(string(zone.Spec.ZoneName))), nil
+	case opKey != "":
+		return `allow-update { key "` + opKey + `"; };`, nil
+	}
+	return "", nil
+}
+
+// OperatorUpdateKey is the one place that says, from the BIND names of a
+// Primary zone's keys, which key signs the operator's own UPDATEs and
+// whether the zone's update key is guarded (its UPDATEs judged by the
+// agent, so they cannot touch the sets the operator owns): the view's key,
+// else the transfer key K when the zone has an update key, else the update
+// key itself, which is then not guarded since nothing tells the operator's
+// UPDATEs from a client's. "" when no key may update the zone.
+func OperatorUpdateKey(viewKey, transferKey, updateKey string) (operatorKey string, guarded bool) {
+	operatorKey = viewKey
+	if operatorKey == "" && updateKey != "" {
+		operatorKey = transferKey
+	}
+	if operatorKey == "" {
+		operatorKey = updateKey
+	}
+	return operatorKey, updateKey != "" && operatorKey != updateKey
 }
 
 // updateKeyTransfer is the BIND name of the zone's update key when the
