@@ -255,9 +255,6 @@ func validateAgainstZone(r *v1alpha1.DNSRecord, z *v1alpha1.BindZone, spec *fiel
 	if !z.Spec.IsPrimary() {
 		return field.ErrorList{field.Invalid(spec.Child("zoneRef", "name"), r.Spec.ZoneRef.Name, fmt.Sprintf("BindZone %q is a %s zone; DNSRecords can only update Primary zones", z.Name, z.Spec.Type))}
 	}
-	if z.Spec.UpdateKeyRef == nil {
-		*warns = append(*warns, fmt.Sprintf("spec.zoneRef: BindZone %q has no updateKeyRef; DNSRecords are sent as UPDATEs signed with that key, so set spec.updateKeyRef on the zone", z.Name))
-	}
 	// The zone's records are stored canonical; the record's name is too,
 	// unless its zone appeared only after it was defaulted.
 	name, err := records.RelativeName(string(z.Spec.ZoneName), string(r.Spec.Name))

@@ -255,6 +255,32 @@ func TestExternalDNSDrivesAZone(t *testing.T) {
 	NewWithT(t).Expect(ch.count()).To(BeZero(), "external-dns planned changes for a name it does not own: %+v", ch)
 	served("api", dns.TypeA, "192.0.2.80")
 
+	// Around external-dns' registry: a raw UPDATE signed with the update
+	// key that would overwrite the DNSRecord or the inline record is
+	// refused with REFUSED, whichever pod the query Service picks (a
+	// secondary forwards it to the primary, which refuses it), and
+	// changes nothing.
+	for i := range 6 {
+		for _, target := range []string{"api", "owned"} {
+			m := new(dns.Msg)
+			m.SetUpdate(dns.Fqdn(zone))
+			rr, err := dns.NewRR(target + "." + zone + ". 60 IN A 198.18.0.66")
+			testkit.Must(t, err)
+			m.RemoveRRset([]dns.RR{rr})
+			m.Insert([]dns.RR{rr})
+			m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
+			addr, err := guardAddr(net.JoinHostPort(queryIP, "53"))
+			testkit.Must(t, err)
+			r, _, err := (&dns.Client{Net: "tcp", Timeout: 10 * time.Second, TsigSecret: map[string]string{key.Name: key.Secret}}).ExchangeContext(ctx, m, addr)
+			testkit.Must(t, err)
+			if r.Rcode != dns.RcodeRefused {
+				t.Fatalf("UPDATE %d of %s A signed with the update key through the query Service: %s, want REFUSED", i, target, dns.RcodeToString[r.Rcode])
+			}
+		}
+	}
+	served("api", dns.TypeA, "192.0.2.80")
+	served("owned", dns.TypeA, "192.0.2.99")
+
 	// team-a deletes everything it owns, and only that.
 	ch = reconcile("team-a", nil)
 	NewWithT(t).Expect(ch.Delete).To(HaveLen(len(teamA)), "%+v", ch)
