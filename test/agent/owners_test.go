@@ -40,7 +40,7 @@ func TestOwnedRecordSetsRefuseUpdates(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			m.Insert([]dns.RR{rr})
 		}
-		c := &dns.Client{Net: "tcp", Timeout: 5 * time.Second}
+		c := &dns.Client{Timeout: 5 * time.Second}
 		if k != nil {
 			m.SetTsig(dns.Fqdn(k.Name), dns.HmacSHA256, 300, time.Now().Unix())
 			c.TsigSecret = map[string]string{dns.Fqdn(k.Name): k.Secret}
