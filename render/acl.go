@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -11,11 +12,12 @@ import (
 // BIND stops at the first element that matches, so it is meaningful.
 func (m *model) loadACLs() error {
 	acls := byName(m.in.ACLs, func(a *bindv1alpha1.BindACL) (string, string) { return a.Name, a.Namespace })
-	known := map[string]bool{}
+	known := make(map[string]bool, len(acls))
 	for _, a := range acls {
 		known[a.Name] = true
 	}
 	m.aclNames = known
+	m.acls = make([]aclDef, 0, len(acls)+1)
 	for _, a := range acls {
 		what := "BindACL " + a.Name
 		if err := safeName(what+" name", a.Name); err != nil {
@@ -82,7 +84,7 @@ func (m *model) matchList(what string, els []bindv1alpha1.AddressMatchElement) (
 func (m *model) matchListWith(what string, els []bindv1alpha1.AddressMatchElement, acls map[string]bool) ([]string, error) {
 	out := make([]string, 0, len(els))
 	for i, e := range els {
-		s, err := m.matchElement(fmt.Sprintf("%s[%d]", what, i), e, acls)
+		s, err := m.matchElement(what, i, e, acls)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +93,11 @@ func (m *model) matchListWith(what string, els []bindv1alpha1.AddressMatchElemen
 	return out, nil
 }
 
-func (m *model) matchElement(what string, e bindv1alpha1.AddressMatchElement, acls map[string]bool) (string, error) {
+// matchElement renders element i of the list what. The element's own name
+// ("what[i]") is built only for an error: a large config has tens of
+// thousands of elements.
+func (m *model) matchElement(list string, i int, e bindv1alpha1.AddressMatchElement, acls map[string]bool) (string, error) {
+	what := func() string { return list + "[" + strconv.Itoa(i) + "]" }
 	set := 0
 	for _, s := range []string{e.Address, e.ACLRef, e.KeyRef, string(e.Builtin)} {
 		if s != "" {
@@ -99,19 +105,20 @@ func (m *model) matchElement(what string, e bindv1alpha1.AddressMatchElement, ac
 		}
 	}
 	if set != 1 {
-		return "", fmt.Errorf("%s must set exactly one of address, aclRef, keyRef or builtin", what)
+		return "", fmt.Errorf("%s must set exactly one of address, aclRef, keyRef or builtin", what())
 	}
 	var s string
 	switch {
 	case e.Address != "":
-		a, err := checkAddress(what+" address", e.Address)
+		a, err := checkAddress("", e.Address)
 		if err != nil {
+			_, err = checkAddress(what()+" address", e.Address)
 			return "", err
 		}
 		s = a
 	case e.ACLRef != "":
 		if !acls[e.ACLRef] {
-			return "", fmt.Errorf("%s references BindACL %q, which does not exist; create it or fix aclRef", what, e.ACLRef)
+			return "", fmt.Errorf("%s references BindACL %q, which does not exist; create it or fix aclRef", what(), e.ACLRef)
 		}
 		q, err := quote("BindACL name", e.ACLRef)
 		if err != nil {
@@ -119,8 +126,9 @@ func (m *model) matchElement(what string, e bindv1alpha1.AddressMatchElement, ac
 		}
 		s = q
 	case e.KeyRef != "":
-		k, err := m.keyRef(what, e.KeyRef)
+		k, err := m.keyRef("", e.KeyRef)
 		if err != nil {
+			_, err = m.keyRef(what(), e.KeyRef)
 			return "", err
 		}
 		s = `key "` + k + `"`
@@ -129,7 +137,7 @@ func (m *model) matchElement(what string, e bindv1alpha1.AddressMatchElement, ac
 		case bindv1alpha1.BuiltinAny, bindv1alpha1.BuiltinNone, bindv1alpha1.BuiltinLocalhost, bindv1alpha1.BuiltinLocalnets:
 			s = string(e.Builtin)
 		default:
-			return "", fmt.Errorf("%s: builtin %q is not one of any, none, localhost or localnets", what, e.Builtin)
+			return "", fmt.Errorf("%s: builtin %q is not one of any, none, localhost or localnets", what(), e.Builtin)
 		}
 	}
 	if e.Negate {
@@ -142,7 +150,7 @@ func writeACLs(c *conf, m *model) {
 	for _, a := range m.acls {
 		c.open("acl %s {", c.q("BindACL name", a.name))
 		for _, e := range a.entries {
-			c.line("%s;", e)
+			c.words(e, ";")
 		}
 		c.close()
 	}

@@ -2,6 +2,8 @@ package render
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
 	"testing"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -82,5 +84,36 @@ func BenchmarkConfigHash(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ConfigHash(r)
+	}
+}
+
+// The config zones rendered in pieces on every CPU join into the text a
+// single CPU writes zone by zone, with and without views; an error is
+// the same one.
+func TestConfigZonesInParallel(t *testing.T) {
+	withViews := benchInput(1000)
+	noViews := benchInput(1000)
+	noViews.Views, noViews.ViewKeys = nil, nil
+	for i := range noViews.Zones {
+		noViews.Zones[i].Spec.ViewRef = nil
+	}
+	broken := benchInput(1000)
+	broken.Zones[len(broken.Zones)-1].Spec.Primaries = nil
+	broken.Zones[len(broken.Zones)-1].Spec.Type = bindv1alpha1.ZoneSecondary
+	for name, in := range map[string]Input{"views": withViews, "no views": noViews, "broken": broken} {
+		prev := runtime.GOMAXPROCS(1)
+		one, oneErr := Render(in)
+		runtime.GOMAXPROCS(max(prev, 4))
+		many, manyErr := Render(in)
+		runtime.GOMAXPROCS(prev)
+		if fmt.Sprint(oneErr) != fmt.Sprint(manyErr) {
+			t.Fatalf("%s: one CPU: %v; many: %v", name, oneErr, manyErr)
+		}
+		if oneErr == nil && !reflect.DeepEqual(one, many) {
+			t.Fatalf("%s: the parallel render differs", name)
+		}
+		if name == "broken" && oneErr == nil {
+			t.Fatalf("%s: a secondary zone without primaries rendered", name)
+		}
 	}
 }

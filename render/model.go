@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
@@ -40,7 +41,6 @@ type model struct {
 	transferKey    string   // BIND name of spec.transferKeyRef, "" without one
 	dnssecPolicies []*bindv1alpha1.BindDNSSECPolicy
 	policies       []*policyDef  // all policies, sorted by (order, name)
-	confSize       int           // length of the last named.conf rendered (renderNamedConf)
 	validateExcept []string      // forwarded zones not validated (forwardees.go)
 	trustAnchors   []trustAnchor // forwarded zones trusted by their DS
 }
@@ -79,15 +79,26 @@ type catalogDef struct {
 }
 
 func byName[T any](items []T, name func(*T) (string, string)) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
+	// The keys are read once, not twice per comparison.
+	type keyed struct {
+		name, tie string
+		item      *T
 	}
-	slices.SortFunc(out, func(a, b *T) int {
-		an, aa := name(a)
-		bn, ba := name(b)
-		return cmp.Or(cmp.Compare(an, bn), cmp.Compare(aa, ba))
+	ks := make([]keyed, len(items))
+	for i := range items {
+		n, t := name(&items[i])
+		ks[i] = keyed{n, t, &items[i]}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.tie, b.tie)
 	})
+	out := make([]*T, len(ks))
+	for i, k := range ks {
+		out[i] = k.item
+	}
 	return out
 }
 

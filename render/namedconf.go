@@ -1,16 +1,18 @@
 package render
 
-import "strings"
+import (
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
 
 // renderNamedConf writes one named.conf variant. Both variants share
 // everything but the replication settings, so a pod's role decides only
 // who signs, who notifies and who consumes catalogs.
 func renderNamedConf(m *model, r role) (string, error) {
 	c := newConf()
-	// The variants differ by a few lines: size the second by the first,
-	// rather than growing it by doubling from nothing.
-	c.b.Grow(m.confSize + m.confSize/8)
-	defer func() { m.confSize = max(m.confSize, c.b.Len()) }()
+	c.b.Grow(m.confSizeHint())
 	variant := "primary (ordinal 0)"
 	if r == roleSecondary {
 		variant = "secondaries (ordinals 1 and up)"
@@ -60,26 +62,102 @@ func writeScopeZones(c *conf, m *model, v *viewDef, r role) {
 		writeCatalogZones(c, m, r)
 	}
 	writeRPZZones(c, v)
-	text, err := v.configZonesText(m, c.depth)
+	text, err := v.configZonesText(m)
 	c.fail(err)
 	c.b.WriteString(text)
 }
 
-// configZonesText renders the scope's Forward, Stub and Secondary zones
-// once: they are the same in both named.conf variants, and with thousands
-// of zones they are most of the text.
-func (v *viewDef) configZonesText(m *model, depth int) (string, error) {
+// configZonesText is the scope's Forward, Stub and Secondary zones: the
+// same in both named.conf variants, and with thousands of zones most of
+// the text, so renderConfigZones renders them once for every scope.
+func (v *viewDef) configZonesText(m *model) (string, error) {
 	if v.zonesText == nil {
-		zc := newConf()
-		zc.depth = depth
-		for _, z := range v.zones {
-			writeConfigZone(zc, m, v, z)
-		}
-		s, err := zc.String()
-		v.zonesText = &renderedText{s, err}
+		m.renderConfigZones()
 	}
 	return v.zonesText.text, v.zonesText.err
 }
+
+// renderConfigZones renders the config zones of every scope (most of a
+// large named.conf) on every CPU, in pieces of configZonePiece zones, and
+// joins each scope's pieces in order: the text is the one configZonesText
+// writes zone by zone, and the first error in scope order stays the one
+// reported. Rendering a zone only reads the model.
+func (m *model) renderConfigZones() {
+	// Every scope, even one without zones, so that no text is left for
+	// configZonesText to render (and store) while the files are written
+	// side by side. The global scope's zones sit at the top level; a
+	// view's inside its block.
+	scopes := append([]*viewDef{m.global}, m.views...)
+	type piece struct {
+		v      *viewDef
+		depth  int
+		lo, hi int
+		text   string
+		err    error
+	}
+	var pieces []*piece
+	for i, v := range scopes {
+		depth := min(i, 1)
+		pieces = append(pieces, &piece{v: v, depth: depth, hi: min(configZonePiece, len(v.zones))})
+		for lo := configZonePiece; lo < len(v.zones); lo += configZonePiece {
+			pieces = append(pieces, &piece{v: v, depth: depth, lo: lo, hi: min(lo+configZonePiece, len(v.zones))})
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(pieces)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(pieces) {
+					return
+				}
+				p := pieces[i]
+				zc := newConf()
+				zc.b.Grow(200 * (p.hi - p.lo))
+				zc.depth = p.depth
+				for _, z := range p.v.zones[p.lo:p.hi] {
+					writeConfigZone(zc, m, p.v, z)
+				}
+				p.text, p.err = zc.String()
+			}
+		})
+	}
+	wg.Wait()
+	var b strings.Builder
+	for i := 0; i < len(pieces); {
+		v := pieces[i].v
+		b.Reset()
+		var err error
+		for ; i < len(pieces) && pieces[i].v == v; i++ {
+			b.WriteString(pieces[i].text)
+			if err == nil {
+				err = pieces[i].err
+			}
+		}
+		if err != nil {
+			v.zonesText = &renderedText{"", err}
+		} else {
+			v.zonesText = &renderedText{b.String(), nil}
+		}
+	}
+}
+
+// confSizeHint is about the length of a named.conf: its config zones (when
+// rendered already) and some 100 bytes per ACL, view and key reference, so
+// the text is not grown by doubling from nothing.
+func (m *model) confSizeHint() int {
+	n := 16 << 10
+	for _, v := range append([]*viewDef{m.global}, m.views...) {
+		if v.zonesText != nil {
+			n += len(v.zonesText.text)
+		}
+	}
+	return n + 100*(len(m.acls)+len(m.views)+len(m.keys))
+}
+
+// configZonePiece is how many config zones one worker renders at a time.
+const configZonePiece = 256
 
 // renderedText is a piece of named.conf rendered once, or why it could
 // not be.

@@ -20,8 +20,10 @@ func safeName(what, s string) error {
 	if s == "" {
 		return fmt.Errorf("%s is empty", what)
 	}
-	for _, r := range s {
-		switch {
+	// Bytes, not runes: every character refused is ASCII, and a byte of
+	// a multi-byte character is never one of them.
+	for i := 0; i < len(s); i++ {
+		switch r := rune(s[i]); {
 		case r == '"' || r == ';' || r == '{' || r == '}' || r == '\\' || r == '#':
 			return fmt.Errorf("%s %q contains %q, which cannot appear in named.conf; rename it", what, s, r)
 		case r <= ' ' || r == 0x7f:

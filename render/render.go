@@ -13,7 +13,9 @@ package render
 import (
 	"fmt"
 	"path"
+	"runtime"
 	"sort"
+	"sync"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
@@ -128,24 +130,40 @@ func render(in Input) (Result, layout, error) {
 		return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
 	}
 	res := Result{ConfigData: map[string]string{}, SecretData: map[string][]byte{}, SeedData: map[string]string{}}
-
-	keysConf, err := renderKeys(m)
-	if err != nil {
-		return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
+	// Once the config zones are rendered, the files only read the model:
+	// keys.conf and each named.conf variant are written side by side.
+	m.renderConfigZones()
+	parallel := runtime.GOMAXPROCS(0) > 1
+	var keysConf, controlConf string
+	var keysErr, controlErr error
+	confs := make([]string, 2)
+	confErrs := make([]error, 2)
+	var wg sync.WaitGroup
+	run := func(f func()) {
+		if parallel {
+			wg.Go(f)
+		} else {
+			f()
+		}
 	}
-	res.SecretData[FileKeys] = []byte(keysConf)
-	controlConf, err := renderControlKey(m)
-	if err != nil {
-		return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
+	run(func() {
+		keysConf, keysErr = renderKeys(m)
+		controlConf, controlErr = renderControlKey(m)
+	})
+	for i, role := range []role{rolePrimary, roleSecondary} {
+		run(func() { confs[i], confErrs[i] = renderNamedConf(m, role) })
 	}
-	res.SecretData[FileControl] = []byte(controlConf)
-
-	for _, role := range []role{rolePrimary, roleSecondary} {
-		conf, err := renderNamedConf(m, role)
+	wg.Wait()
+	// The errors in the order the files were once written in turn.
+	for _, err := range append([]error{keysErr, controlErr}, confErrs...) {
 		if err != nil {
 			return Result{}, layout{}, fmt.Errorf("BindCluster %s: %w", in.Cluster.Name, err)
 		}
-		res.ConfigData[confFile(role)] = conf
+	}
+	res.SecretData[FileKeys] = []byte(keysConf)
+	res.SecretData[FileControl] = []byte(controlConf)
+	for i, role := range []role{rolePrimary, roleSecondary} {
+		res.ConfigData[confFile(role)] = confs[i]
 	}
 	for _, p := range m.policies {
 		if len(p.primaries) > 0 {

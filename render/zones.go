@@ -18,7 +18,8 @@ func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 	what := "BindZone " + z.Name
 	name := string(z.Spec.ZoneName)
 	c.blank()
-	c.open("zone %s {", c.q("zone name", name))
+	c.words("zone ", c.q("zone name", name), " {")
+	c.depth++
 	switch z.Spec.Type {
 	case bindv1alpha1.ZoneForward:
 		c.line("type forward;")
@@ -36,13 +37,16 @@ func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 		} else {
 			c.line("type secondary;")
 		}
-		c.line("file %s;", c.q("path", m.paths.SecondaryZoneFile(v.name, name)))
+		c.words("file ", c.q("path", m.paths.SecondaryZoneFile(v.name, name)), ";")
 		if len(z.Spec.Primaries) == 0 {
 			c.fail(fmt.Errorf("%s is a %s zone without primaries; add at least one", what, z.Spec.Type))
 		}
 		prim := make([]string, 0, len(z.Spec.Primaries))
 		for i, p := range z.Spec.Primaries {
-			s, err := m.remoteServer(fmt.Sprintf("%s spec.primaries[%d]", what, i), p)
+			s, err := m.remoteServer("", p)
+			if err != nil {
+				_, err = m.remoteServer(what+" spec.primaries["+strconv.Itoa(i)+"]", p) // the error, named
+			}
 			c.fail(err)
 			prim = append(prim, s)
 		}
