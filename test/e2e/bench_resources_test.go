@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"git.unkin.net/unkin/bind-operator/test/testkit"
+)
+
+// What the operator costs besides time (issue 15 items 1 and 4): API
+// requests per DNSRecord, read from the API server's own counters, and
+// the memory of the manager and of named, read from /proc on this node.
+
+// apiCounts are the API server's apiserver_request_total for one resource,
+// by "VERB" or "VERB subresource".
+type apiCounts map[string]float64
+
+func apiServerRequests(ctx context.Context, t *testing.T, resource string) apiCounts {
+	t.Helper()
+	raw, err := env.Cluster.Client().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	testkit.Must(t, err)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	testkit.Must(t, err)
+	out := apiCounts{}
+	for _, m := range fams["apiserver_request_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["resource"] != resource {
+			continue
+		}
+		k := l["verb"]
+		if sr := l["subresource"]; sr != "" {
+			k += " " + sr
+		}
+		out[k] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// minus is a − b by key.
+func (a apiCounts) minus(b apiCounts) apiCounts {
+	out := apiCounts{}
+	for k, v := range a {
+		if d := v - b[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			out[k] = -v
+		}
+	}
+	return out
+}
+
+func (a apiCounts) total() float64 {
+	var n float64
+	for _, v := range a {
+		n += v
+	}
+	return n
+}
+
+// perObject is the counts divided by n, largest first, for the table.
+func (a apiCounts) perObject(n int) string {
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y string) int {
+		if a[x] != a[y] {
+			if a[x] > a[y] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x, y)
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, a[k]/float64(n)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// requestCounter counts a client's own requests for one resource, by
+// "VERB" as the API server names them (its list and watch GETs apart), so
+// the bench can take them out of the API server's counts.
+type requestCounter struct {
+	resource string
+	n        [8]atomic.Int64 // by verb, counterVerbs' index
+}
+
+var counterVerbs = []string{"POST", "GET", "LIST", "WATCH", "PUT", "PATCH", "DELETE", "DELETECOLLECTION"}
+
+func (c *requestCounter) wrap(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if _, rest, ok := strings.Cut(r.URL.Path, "/"+c.resource); ok {
+				verb := r.Method
+				switch {
+				case verb != http.MethodGet:
+				case r.URL.Query().Get("watch") == "true":
+					verb = "WATCH"
+				case rest == "": // the collection, not one object
+					verb = "LIST"
+				}
+				if i := slices.Index(counterVerbs, verb); i >= 0 {
+					c.n[i].Add(1)
+				}
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+}
+
+func (c *requestCounter) snapshot() apiCounts {
+	out := apiCounts{}
+	for i, v := range counterVerbs {
+		if n := c.n[i].Load(); n != 0 {
+			out[v] = float64(n)
+		}
+	}
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// memory is a process's resident set now and at its peak, from /proc.
+type memory struct{ rss, hwm int64 } // bytes
+
+func (m memory) String() string {
+	return fmt.Sprintf("%.0f MiB now, peak %.0f MiB", float64(m.rss)/(1<<20), float64(m.hwm)/(1<<20))
+}
+
+func procMemory(pid int) (memory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memory{}, err
+	}
+	var m memory
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return memory{}, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)
+		}
+		if k == "VmRSS" {
+			m.rss = kb << 10
+		} else {
+			m.hwm = kb << 10
+		}
+	}
+	return m, nil
+}
+
+// podProcessMemory is the memory of the process named comm in a pod.
+func podProcessMemory(ctx context.Context, t *testing.T, namespace, pod, comm string) memory {
+	t.Helper()
+	p, err := env.Cluster.Client().CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	testkit.Must(t, err)
+	for _, hp := range podProcesses(string(p.UID)) {
+		if hp.comm == comm {
+			m, err := procMemory(hp.pid)
+			testkit.Must(t, err)
+			return m
+		}
+	}
+	t.Fatalf("no %s process in pod %s/%s on this node", comm, namespace, pod)
+	return memory{}
+}
+
+// operatorMemory is the memory of the operator's manager (the leader's,
+// when several run: the one that did the work).
+func operatorMemory(ctx context.Context, t *testing.T) memory {
+	t.Helper()
+	pods, err := env.OperatorPods(ctx)
+	testkit.Must(t, err)
+	var top memory
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if m := podProcessMemory(ctx, t, p.Namespace, p.Name, "bind-operator"); m.hwm > top.hwm {
+			top = m
+		}
+	}
+	return top
+}
