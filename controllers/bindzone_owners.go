@@ -51,6 +51,10 @@ type zoneOwners struct {
 
 	mu   sync.Mutex
 	sent map[types.NamespacedName]ownersSent
+	// busy serialises the pushes of one zone (the BindZone reconcile and
+	// the owners controller both push): the sets read last are the sets
+	// sent last, so an older read never overwrites a newer one.
+	busy sync.Map // types.NamespacedName → *sync.Mutex
 }
 
 type ownersSent struct {
@@ -62,6 +66,10 @@ type ownersSent struct {
 // push sends zone's owners to its primary's agent unless it holds them
 // already. Zones that are not guarded need nothing.
 func (o *zoneOwners) push(ctx context.Context, zone *bindv1alpha1.BindZone) error {
+	key := client.ObjectKeyFromObject(zone)
+	l, _ := o.busy.LoadOrStore(key, &sync.Mutex{})
+	l.(*sync.Mutex).Lock()
+	defer l.(*sync.Mutex).Unlock()
 	req, cluster, ok, err := o.request(ctx, zone)
 	if err != nil || !ok {
 		return err
@@ -79,7 +87,6 @@ func (o *zoneOwners) push(ctx context.Context, zone *bindv1alpha1.BindZone) erro
 		return err
 	}
 	sent := ownersSent{agent: agentKey(cluster, addr), digest: sha256.Sum256(body), at: time.Now()}
-	key := client.ObjectKeyFromObject(zone)
 	o.mu.Lock()
 	last, had := o.sent[key]
 	o.mu.Unlock()
@@ -108,6 +115,7 @@ func (o *zoneOwners) forget(key types.NamespacedName) {
 	o.mu.Lock()
 	delete(o.sent, key)
 	o.mu.Unlock()
+	o.busy.Delete(key)
 }
 
 // request builds the owners request of a guarded zone; ok is false for a
