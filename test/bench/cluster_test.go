@@ -45,7 +45,8 @@ func startCluster(b testing.TB, tuning v1.ReplicationTuning, secondaries int) *b
 	return &benchCluster{Cluster: lc, b: b, keys: keys}
 }
 
-// zone is a primary BindZone of the cluster, updatable with key "upd".
+// zone is a primary BindZone of the cluster; its update key is "upd", the
+// operator's the transfer key.
 func (c *benchCluster) zone(name string) *v1.BindZone {
 	return &v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(name, ".", "-"), Namespace: "bench"}, Spec: v1.BindZoneSpec{
 		ClusterRef: v1.LocalObjectReference{Name: "dns"}, ZoneName: v1.DomainName(name), Type: v1.ZonePrimary,

@@ -31,10 +31,12 @@ const (
 )
 
 // update replaces www.<zone> A with value on the primary: one signed UPDATE
-// over TCP, as the operator's batcher sends it.
+// over TCP, as the operator's batcher sends it, signed with the key it
+// signs with (the cluster's transfer key; the zone's update key is a
+// client's, whose UPDATEs the agent judges per record).
 func (c *benchCluster) update(zone, value string) {
 	c.b.Helper()
-	k := c.keys["upd"]
+	k := c.keys["transfer"]
 	cl := &dns.Client{Net: "tcp", Timeout: 5 * time.Second, TsigSecret: map[string]string{k.Name + ".": k.Secret}}
 	m := new(dns.Msg)
 	m.SetUpdate(dns.Fqdn(zone))
