@@ -19,18 +19,21 @@ import (
 // TestUpdateKeyCannotTouchOwnedSets (issue 14 item 5): a client holding
 // the zone's update key (external-dns, nsupdate) changes the zone's other
 // names, but an UPDATE that would change a record set the operator owns
-// (an inline record, a DNSRecord, the apex SOA or NS) is refused with
-// REFUSED and changes nothing. The guard follows the DNSRecords: a new one
-// is guarded, a deleted one's name is free again. (Through a secondary,
-// which forwards: test/e2e TestExternalDNSDrivesAZone. These harness
-// clusters render named.conf once, before the zone names its update key.)
+// (an inline record, a DNSRecord, the apex NS) is refused with REFUSED and
+// changes nothing, through the primary or through a secondary that
+// forwards it. The guard follows the DNSRecords: a new one is guarded, a
+// deleted one's name is free again.
 func TestUpdateKeyCannotTouchOwnedSets(t *testing.T) {
 	c := newCluster(t, 1)
-	c.create(&v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Spec: v1.BindZoneSpec{
+	zone := &v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Spec: v1.BindZoneSpec{
 		ClusterRef: v1.LocalObjectReference{Name: c.name}, ZoneName: "guarded.test", Type: v1.ZonePrimary,
 		UpdateKeyRef: &v1.LocalObjectReference{Name: "upd"},
 		Records:      []v1.RecordSet{{Name: "www", Type: "A", Values: []string{"192.0.2.1"}}},
-	}})
+	}}
+	// The secondary's allow-update-forwarding is in named.conf: the pods
+	// restart on the config that has it, as the operator's roll would.
+	c.Roll([]v1.BindZone{*zone})
+	c.create(zone)
 	c.waitZone("guarded", v1.ReasonServed, 20*time.Second)
 	c.create(&v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "api"}, Spec: v1.DNSRecordSpec{
 		ZoneRef: v1.ZoneReference{Name: "guarded"}, Name: "api", Type: "A", Values: []string{"192.0.2.80"},
@@ -43,7 +46,7 @@ func TestUpdateKeyCannotTouchOwnedSets(t *testing.T) {
 		t.Cleanup(func() { _ = cl.Close() })
 		return cl
 	}
-	primary := clientOf(c.Nodes[0].DNSAddr())
+	primary, secondary := clientOf(c.Nodes[0].DNSAddr()), clientOf(c.Nodes[1].DNSAddr())
 	upsert := func(name string, typ uint16, value string) dnsclient.Change {
 		return dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: name, Type: typ, TTL: 60, Values: []string{value}}}
 	}
@@ -56,16 +59,18 @@ func TestUpdateKeyCannotTouchOwnedSets(t *testing.T) {
 		}
 	}
 
-	refused(primary, "an inline record", upsert("www.guarded.test.", dns.TypeA, "198.18.0.66"))
-	refused(primary, "a DNSRecord", upsert("api.guarded.test.", dns.TypeA, "198.18.0.66"))
-	refused(primary, "the apex NS", upsert("guarded.test.", dns.TypeNS, "ns.evil.example."))
-	refused(primary, "a free name next to an owned one", upsert("free.guarded.test.", dns.TypeA, "198.18.0.1"), upsert("api.guarded.test.", dns.TypeA, "198.18.0.66"))
+	for _, cl := range []*dnsclient.Client{primary, secondary} {
+		refused(cl, "an inline record", upsert("www.guarded.test.", dns.TypeA, "198.18.0.66"))
+		refused(cl, "a DNSRecord", upsert("api.guarded.test.", dns.TypeA, "198.18.0.66"))
+		refused(cl, "the apex NS", upsert("guarded.test.", dns.TypeNS, "ns.evil.example."))
+		refused(cl, "a free name next to an owned one", upsert("free.guarded.test.", dns.TypeA, "198.18.0.1"), upsert("api.guarded.test.", dns.TypeA, "198.18.0.66"))
+	}
 	c.waitAll("the inline record kept", 5*time.Second, "www.guarded.test", dns.TypeA, "192.0.2.1")
 	c.waitAll("the DNSRecord kept", 5*time.Second, "api.guarded.test", dns.TypeA, "192.0.2.80")
 	c.waitAll("nothing of a refused UPDATE applied", 5*time.Second, "free.guarded.test", dns.TypeA)
 
 	testkit.Must(t, primary.Update(ctx, "guarded.test", upsert("free.guarded.test.", dns.TypeA, "198.18.0.1")))
-	testkit.Must(t, primary.Update(ctx, "guarded.test", upsert("www.guarded.test.", dns.TypeTXT, `"other type"`)))
+	testkit.Must(t, secondary.Update(ctx, "guarded.test", upsert("www.guarded.test.", dns.TypeTXT, `"other type"`)))
 	c.waitAll("a free name", 5*time.Second, "free.guarded.test", dns.TypeA, "198.18.0.1")
 	c.waitAll("another type at an owned name", 5*time.Second, "www.guarded.test", dns.TypeTXT, `"other type"`)
 
