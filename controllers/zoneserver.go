@@ -13,6 +13,7 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/render"
 )
 
 // ZoneServer is where a zone's UPDATEs go and the key that signs them: the
@@ -92,11 +93,16 @@ func OperatorKeyRef(ctx context.Context, c client.Reader, cluster *bindv1alpha1.
 	if err != nil {
 		return "", err
 	}
-	if k != "" {
-		return k, nil
-	}
+	upd := ""
 	if zone.Spec.UpdateKeyRef != nil {
-		return zone.Spec.UpdateKeyRef.Name, nil
+		upd = zone.Spec.UpdateKeyRef.Name
+	} else {
+		upd = k // a zone without update key is updated with K
+	}
+	// render's rule (render.ZoneClauses picks the same key), on object
+	// names rather than BIND names.
+	if op, _ := render.OperatorUpdateKey("", k, upd); op != "" {
+		return op, nil
 	}
 	return "", fmt.Errorf("BindZone %q has no updateKeyRef and BindCluster %q has no transfer key (spec.transferKeyRef or a BindCatalogZone), so no key may update the zone", zone.Name, cluster.Name)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -98,13 +99,12 @@ func (o *owners) set(req agent.OwnersRequest) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	list := o.byName[req.Zone][:0:0]
-	for _, e := range o.byName[req.Zone] {
-		if e.view != req.View {
-			list = append(list, e)
-		}
-	}
-	o.byName[req.Zone] = append(list, z)
+	o.byName[req.Zone] = append(o.othersLocked(agent.ZoneRef{View: req.View, Zone: req.Zone}), z)
+}
+
+// othersLocked is ref's zone name in the views other than ref's.
+func (o *owners) othersLocked(ref agent.ZoneRef) []*zoneOwners {
+	return slices.DeleteFunc(slices.Clone(o.byName[ref.Zone]), func(e *zoneOwners) bool { return e.view == ref.View })
 }
 
 // store keeps a zone's owners on disk, then in memory.
@@ -127,12 +127,7 @@ func (o *owners) store(req agent.OwnersRequest) error {
 // forget drops a deleted zone's owners.
 func (o *owners) forget(ref agent.ZoneRef) error {
 	o.mu.Lock()
-	list := o.byName[ref.Zone][:0:0]
-	for _, e := range o.byName[ref.Zone] {
-		if e.view != ref.View {
-			list = append(list, e)
-		}
-	}
+	list := o.othersLocked(ref)
 	if len(list) == 0 {
 		delete(o.byName, ref.Zone)
 	} else {
