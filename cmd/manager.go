@@ -40,6 +40,7 @@ type managerOptions struct {
 	metricsAddr    string
 	secureMetrics  bool
 	probeAddr      string
+	pprofAddr      string
 	webhookPort    int
 	leaderElection bool
 	podCIDRs       string
@@ -68,6 +69,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", true, "serve metrics over HTTPS with Kubernetes authentication and authorization")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints (heap and CPU profiles), unauthenticated: bind it to 127.0.0.1 and port-forward; 0 disables it")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the admission webhook server")
 	fs.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader so only one manager reconciles at a time")
 	fs.StringVar(&o.podCIDRs, "pod-cidrs", "", "comma-separated pod CIDRs; option statements naming an address inside them are rejected. Empty: read from the Nodes' spec.podCIDRs")
@@ -159,6 +161,7 @@ func runManager(args []string) error {
 		Scheme:                 scheme,
 		Metrics:                metrics,
 		HealthProbeBindAddress: o.probeAddr,
+		PprofBindAddress:       o.pprofAddr,
 		LeaderElection:         o.leaderElection,
 		LeaderElectionID:       "bind-operator.bind.unkin.net",
 		WebhookServer:          webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.certs.Options.CertDir, TLSOpts: tlsOpts}),
