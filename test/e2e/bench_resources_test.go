@@ -144,11 +144,14 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// memory is a process's resident set now and at its peak, from /proc.
-type memory struct{ rss, hwm int64 } // bytes
+// memory is a process's resident set now and at its peak, from /proc,
+// and what the resident set is now: anonymous memory (the Go heap and
+// stacks) and pages of the executable file.
+type memory struct{ rss, hwm, anon, file int64 } // bytes
 
 func (m memory) String() string {
-	return fmt.Sprintf("%.0f MiB now, peak %.0f MiB", float64(m.rss)/(1<<20), float64(m.hwm)/(1<<20))
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+	return fmt.Sprintf("%.0f MiB now (%.0f MiB heap and stacks, %.0f MiB of the executable), peak %.0f MiB", mib(m.rss), mib(m.anon), mib(m.file), mib(m.hwm))
 }
 
 func procMemory(pid int) (memory, error) {
@@ -159,18 +162,15 @@ func procMemory(pid int) (memory, error) {
 	var m memory
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
+		field := map[string]*int64{"VmRSS": &m.rss, "VmHWM": &m.hwm, "RssAnon": &m.anon, "RssFile": &m.file}[k]
+		if !ok || field == nil {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		if err != nil {
 			return memory{}, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)
 		}
-		if k == "VmRSS" {
-			m.rss = kb << 10
-		} else {
-			m.hwm = kb << 10
-		}
+		*field = kb << 10
 	}
 	return m, nil
 }
