@@ -258,6 +258,9 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.setupOwners(mgr, zonesOf, podsChanged); err != nil {
 		return err
 	}
+	if err := r.setupReplication(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindZone{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},

@@ -50,15 +50,7 @@ func (r *BindZoneReconciler) renotify(ctx context.Context, zone *bindv1alpha1.Bi
 			before[s.Pod] = *s.Serial
 		}
 	}
-	stuck := map[string]bool{}
-	for _, s := range status.Secondaries {
-		if s.Serial == nil {
-			continue
-		}
-		if prev, ok := before[s.Pod]; ok && prev == *s.Serial && serialNewer(primary, uint32(*s.Serial)) { //nolint:gosec // as above
-			stuck[s.Pod] = true
-		}
-	}
+	stuck := stuckSecondaries(primary, before, status.Secondaries)
 	var pods []PodEndpoint
 	for _, p := range t.secondaries() {
 		if stuck[p.Pod] {

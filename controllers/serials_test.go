@@ -1,6 +1,11 @@
 package controllers
 
-import "testing"
+import (
+	"maps"
+	"testing"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
 
 func TestSerialNewer(t *testing.T) {
 	for _, tc := range []struct {
@@ -39,5 +44,27 @@ func TestNewestSerial(t *testing.T) {
 		if got != tc.want || ahead != tc.wantAhead {
 			t.Errorf("%s: got (%d, %v), want (%d, %v)", tc.name, got, ahead, tc.want, tc.wantAhead)
 		}
+	}
+}
+
+func TestStuckSecondaries(t *testing.T) {
+	serial := func(s int64) *int64 { return &s }
+	now := []bindv1alpha1.SecondaryZoneStatus{
+		{Pod: "behind-unmoved", Serial: serial(9)},
+		{Pod: "behind-moved", Serial: serial(9)},
+		{Pod: "in-sync", Serial: serial(10)},
+		{Pod: "silent-twice"},
+		{Pod: "silent-now", Serial: nil},
+		{Pod: "new-behind", Serial: serial(8)},
+	}
+	before := map[string]int64{"behind-unmoved": 9, "behind-moved": 8, "in-sync": 10, "silent-now": 9}
+	got := stuckSecondaries(10, before, now)
+	want := map[string]bool{"behind-unmoved": true, "silent-twice": true}
+	if !maps.Equal(got, want) {
+		t.Errorf("stuckSecondaries = %v, want %v", got, want)
+	}
+	// The first look has nothing to compare with: nobody is stuck yet.
+	if got := stuckSecondaries(10, nil, now); len(got) != 0 {
+		t.Errorf("first look: stuckSecondaries = %v, want none", got)
 	}
 }

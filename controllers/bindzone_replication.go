@@ -1,0 +1,264 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+)
+
+// A secondary that misses the primary's NOTIFY (it was cut off the
+// network, restarting, or the datagram was lost) would otherwise wait for
+// the SOA refresh, 300 s, and BIND retries a NOTIFY only for seconds. After
+// every change the operator writes to a zone, the bindzone-replication
+// controller looks at the secondaries' serials until each serves the
+// primary's, and NOTIFYs again (signed with the transfer key) every
+// secondary that did not move since the previous look.
+const (
+	// replicationMinGap spaces two looks at one zone, however many changes
+	// arrive between them (10,000 DNSRecords created at once make one look
+	// a second, not one per record).
+	replicationMinGap = time.Second
+	// replicationMaxBackoff bounds the interval between looks at a zone
+	// whose secondary stays behind without moving (it is down, or cut
+	// off): once it is back it catches up within this.
+	replicationMaxBackoff = 10 * time.Second
+	// replicationQueryTimeout bounds the SOA queries of one look.
+	replicationQueryTimeout = 2 * time.Second
+)
+
+// replication is what the bindzone-replication controller remembers per
+// zone: the serial each secondary served at the previous look, when that
+// was, and how long to wait for the next.
+type replication struct {
+	mu    sync.Mutex
+	zones map[types.NamespacedName]*replicationState
+}
+
+type replicationState struct {
+	looked  time.Time
+	serials map[string]int64 // pod → serial; absent: no answer
+	backoff time.Duration
+}
+
+// replicationReconciler looks at one zone's serials (see replication).
+type replicationReconciler struct {
+	*BindZoneReconciler
+	state *replication
+}
+
+func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if wait := r.state.wait(req.NamespacedName); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	var zone bindv1alpha1.BindZone
+	if err := r.Client.Get(ctx, req.NamespacedName, &zone); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.state.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !zone.Spec.IsPrimary() || zone.DeletionTimestamp != nil {
+		r.state.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	pods, readKey, notifyKey, ok := r.replicationTarget(ctx, &zone)
+	if !ok {
+		// The zone's own reconcile reports why (no cluster, no primary
+		// yet, no key): nothing to look at.
+		r.state.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	// Pods answer SOA queries in milliseconds; a short bound keeps a
+	// secondary that is down from holding a worker for long.
+	qctx, cancel := context.WithTimeout(ctx, replicationQueryTimeout)
+	defer cancel()
+	zoneName := string(zone.Spec.ZoneName)
+	var primary *PodEndpoint
+	var secondaries []PodEndpoint
+	for i := range pods {
+		if pods[i].Primary {
+			primary = &pods[i]
+		} else {
+			secondaries = append(secondaries, pods[i])
+		}
+	}
+	if primary == nil || len(secondaries) == 0 {
+		r.state.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	serial, err := soaSerial(qctx, primary.DNSAddr, readKey, zoneName)
+	if err != nil {
+		// The primary does not answer (restarting): look again later.
+		return ctrl.Result{RequeueAfter: r.state.looked(req.NamespacedName, nil, true)}, nil
+	}
+	now := servedSerials(qctx, secondaries, readKey, zoneName)
+	behind := false
+	for _, s := range now {
+		behind = behind || s.Serial == nil || serialNewer(serial, uint32(*s.Serial)) //nolint:gosec // serials are uint32 on the wire
+	}
+	if !behind {
+		r.state.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	stuck := stuckSecondaries(serial, r.state.previous(req.NamespacedName), now)
+	if len(stuck) > 0 && notifyKey != nil {
+		var again []PodEndpoint
+		for _, p := range secondaries {
+			if stuck[p.Pod] {
+				again = append(again, p)
+			}
+		}
+		_ = notifySecondaries(ctx, again, zoneName, *notifyKey) // best effort: the next look tries again
+	}
+	return ctrl.Result{RequeueAfter: r.state.looked(req.NamespacedName, now, len(stuck) > 0)}, nil
+}
+
+// replicationTarget is the zone's pods and the keys a look needs: readKey
+// signs the SOA queries (a view's key; nil outside views), notifyKey the
+// NOTIFYs (the view's key, else the cluster's transfer key K).
+func (r replicationReconciler) replicationTarget(ctx context.Context, zone *bindv1alpha1.BindZone) (pods []PodEndpoint, readKey, notifyKey *dnsclient.Key, ok bool) {
+	var cluster bindv1alpha1.BindCluster
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: zone.Spec.ClusterRef.Name}, &cluster); err != nil {
+		return nil, nil, nil, false
+	}
+	if ref := zone.Spec.ViewRef; ref != nil {
+		k, err := viewKey(ctx, r.Client, &cluster, ref.Name)
+		if err != nil {
+			return nil, nil, nil, false
+		}
+		readKey, notifyKey = &k, &k
+	} else if name, err := TransferKeyRef(ctx, r.Client, &cluster, zone); err == nil && name != "" {
+		k, err := loadUpdateKey(ctx, r.Client, zone.Namespace, name)
+		if err != nil {
+			return nil, nil, nil, false
+		}
+		notifyKey = &k
+	}
+	pods, err := r.Endpoints.Pods(ctx, &cluster)
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	return pods, readKey, notifyKey, true
+}
+
+// stuckSecondaries names the secondaries that serve an older serial than
+// primary (or none) and served the same at the previous look: they missed
+// a NOTIFY. A secondary first seen behind is given until the next look.
+func stuckSecondaries(primary uint32, before map[string]int64, now []bindv1alpha1.SecondaryZoneStatus) map[string]bool {
+	stuck := map[string]bool{}
+	for _, s := range now {
+		prev, seen := before[s.Pod]
+		switch {
+		case s.Serial == nil:
+			// No answer now: stuck when it did not answer before either.
+			if _, answered := before[s.Pod]; !answered && before != nil {
+				stuck[s.Pod] = true
+			}
+		case seen && prev == *s.Serial && serialNewer(primary, uint32(*s.Serial)): //nolint:gosec // serials are uint32 on the wire
+			stuck[s.Pod] = true
+		}
+	}
+	return stuck
+}
+
+// wait is how long until the next look at zone may be taken: zero when it
+// is due now.
+func (s *replication) wait(zone types.NamespacedName) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.zones[zone]
+	if !ok {
+		return 0
+	}
+	return time.Until(st.looked.Add(replicationMinGap))
+}
+
+// previous is the serials of the previous look; nil when there was none.
+func (s *replication) previous(zone types.NamespacedName) map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.zones[zone]; ok {
+		return st.serials
+	}
+	return nil
+}
+
+// looked records a look (now: the secondaries' serials, nil when the
+// primary did not answer) and returns when to look again:
+// replicationMinGap while the secondaries move, doubling up to
+// replicationMaxBackoff while one is stuck.
+func (s *replication) looked(zone types.NamespacedName, now []bindv1alpha1.SecondaryZoneStatus, stuck bool) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.zones == nil {
+		s.zones = map[types.NamespacedName]*replicationState{}
+	}
+	st, ok := s.zones[zone]
+	switch {
+	case !ok:
+		st = &replicationState{backoff: replicationMinGap}
+		s.zones[zone] = st
+	case stuck:
+		st.backoff = min(2*st.backoff, replicationMaxBackoff)
+	default:
+		st.backoff = replicationMinGap
+	}
+	st.looked = time.Now()
+	if now != nil {
+		st.serials = map[string]int64{}
+		for _, sec := range now {
+			if sec.Serial != nil {
+				st.serials[sec.Pod] = *sec.Serial
+			}
+		}
+	}
+	return st.backoff
+}
+
+// forget drops a zone whose secondaries are in sync (or that is gone).
+func (s *replication) forget(zone types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.zones, zone)
+}
+
+// recordApplied tells whether a DNSRecord event may have changed its
+// zone's data: what it applied changed, or it went.
+var recordApplied = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*bindv1alpha1.DNSRecord), e.ObjectNew.(*bindv1alpha1.DNSRecord)
+		return !slices.Equal(o.Status.AppliedValues, n.Status.AppliedValues) || ptr.Deref(o.Status.AppliedTTL, -1) != ptr.Deref(n.Status.AppliedTTL, -1)
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// setupReplication registers the bindzone-replication controller: a look
+// when a DNSRecord applied or removed data and when the zone's spec
+// changed, then until its secondaries serve the primary's serial.
+func (r *BindZoneReconciler) setupReplication(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bindv1alpha1.BindZone{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&bindv1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
+		}), builder.WithPredicates(recordApplied)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Named("bindzone-replication").
+		Complete(replicationReconciler{BindZoneReconciler: r, state: &replication{}})
+}
