@@ -30,6 +30,7 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
@@ -245,11 +246,11 @@ func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DN
 		}
 	}
 	var list bindv1alpha1.DNSRecordList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{indexRecordClaim: claimKey(rec)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{recordindex.ByZoneName: recordindex.Of(rec)}); err != nil {
 		return "", err
 	}
 	for _, o := range list.Items {
-		if o.UID == rec.UID || o.DeletionTimestamp != nil {
+		if o.UID == rec.UID || o.DeletionTimestamp != nil || !sameClaim(&o, rec) {
 			continue
 		}
 		if olderThan(&o, rec) {
@@ -279,18 +280,15 @@ func (r *DNSRecordReconciler) admitted(ctx context.Context, rec *bindv1alpha1.DN
 	return records.Admits(zone, rec.Namespace, ns.Labels, name, rec.Spec.Type), nil
 }
 
-// Field indexes of DNSRecords in the manager's cache, across namespaces:
-// indexRecordZone by the zone's "namespace/name" (DNSRecord.ZoneKey).
-const (
-	indexRecordZone  = "spec.zoneRef"
-	indexRecordClaim = "bind.unkin.net/claim"
-)
+// indexRecordZone indexes DNSRecords in the manager's cache, across
+// namespaces, by their zone's "namespace/name" (DNSRecord.ZoneKey).
+const indexRecordZone = "spec.zoneRef"
 
-// claimKey is what two DNSRecords must not share, in whatever namespaces
-// they live: zone, owner name, type. Names are canonical (lowercase,
-// relative) once the webhook defaulted them.
-func claimKey(r *bindv1alpha1.DNSRecord) string {
-	return r.ZoneKey().String() + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), ".")) + "/" + strings.ToUpper(string(r.Spec.Type))
+// sameClaim tells whether two DNSRecords claim the same record set: zone
+// and owner name (recordindex.Of) and type. Names are canonical
+// (lowercase, relative) once the webhook defaulted them.
+func sameClaim(a, b *bindv1alpha1.DNSRecord) bool {
+	return recordindex.Of(a) == recordindex.Of(b) && strings.EqualFold(string(a.Spec.Type), string(b.Spec.Type))
 }
 
 func olderThan(a, b *bindv1alpha1.DNSRecord) bool {
@@ -380,9 +378,7 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if err := indexer.IndexField(context.Background(), &bindv1alpha1.DNSRecord{}, indexRecordClaim, func(o client.Object) []string {
-		return []string{claimKey(o.(*bindv1alpha1.DNSRecord))}
-	}); err != nil {
+	if err := recordindex.Register(context.Background(), indexer); err != nil {
 		return err
 	}
 	enqueue := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
@@ -399,9 +395,11 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	recordsOfZone := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return enqueue(ctx, client.MatchingFields{indexRecordZone: client.ObjectKeyFromObject(o).String()})
 	})
-	// When a record goes, the one that lost the claim to it takes over.
+	// When a record goes, the one that lost the claim to it takes over
+	// (the records of its name are looked at; the others of another type
+	// find nothing changed).
 	rivals := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return enqueue(ctx, client.MatchingFields{indexRecordClaim: claimKey(o.(*bindv1alpha1.DNSRecord))})
+		return enqueue(ctx, client.MatchingFields{recordindex.ByZoneName: recordindex.Of(o.(*bindv1alpha1.DNSRecord))})
 	})
 	// A record's own status writes are not a reason to look at it again
 	// (each was one more DNS query per record); the spec, the resync

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
@@ -30,22 +31,10 @@ import (
 // webhook reads the record's Namespace for its labels (RBAC below).
 type DNSRecordWebhook struct {
 	Reader client.Reader
-	// Index lists DNSRecords by IndexRecordZoneName (the manager's cache).
-	// Nil: Reader lists the namespace's DNSRecords and filters them.
+	// Index lists DNSRecords by recordindex.ByZoneName (the manager's
+	// cache). Nil: Reader lists the namespace's DNSRecords and filters
+	// them.
 	Index client.Reader
-}
-
-// IndexRecordZoneName indexes DNSRecords by zone and owner name
-// (recordZoneName), for the CNAME rule across DNSRecords, whatever
-// namespace they live in.
-const IndexRecordZoneName = "webhooks.spec.zoneRef+spec.name"
-
-// recordZoneName is a DNSRecord's index key: its zone's namespace and
-// object name and its owner name, case-folded, without a trailing dot.
-// Names are stored relative to the zone whenever the zone existed when the
-// record was admitted.
-func recordZoneName(zone types.NamespacedName, r *v1alpha1.DNSRecord) string {
-	return zone.String() + "/" + strings.ToLower(strings.TrimSuffix(string(r.Spec.Name), "."))
 }
 
 // zoneKey is where r's BindZone is (DNSRecord.ZoneKey), with the request's
@@ -62,11 +51,11 @@ func zoneKey(ctx context.Context, r *v1alpha1.DNSRecord) types.NamespacedName {
 // namespace.
 func (w *DNSRecordWebhook) sameName(ctx context.Context, r *v1alpha1.DNSRecord) ([]v1alpha1.DNSRecord, error) {
 	var list v1alpha1.DNSRecordList
-	key := recordZoneName(zoneKey(ctx, r), r)
+	key := recordindex.Key(zoneKey(ctx, r), string(r.Spec.Name))
 	self := types.NamespacedName{Namespace: namespaceOf(ctx, r.Namespace), Name: r.Name}
 	var err error
 	if w.Index != nil {
-		err = w.Index.List(ctx, &list, client.MatchingFields{IndexRecordZoneName: key})
+		err = w.Index.List(ctx, &list, client.MatchingFields{recordindex.ByZoneName: key})
 	} else if w.Reader != nil {
 		err = w.Reader.List(ctx, &list)
 	}
@@ -75,7 +64,7 @@ func (w *DNSRecordWebhook) sameName(ctx context.Context, r *v1alpha1.DNSRecord) 
 	}
 	out := list.Items[:0]
 	for _, o := range list.Items {
-		if (types.NamespacedName{Namespace: o.Namespace, Name: o.Name}) != self && o.DeletionTimestamp == nil && recordZoneName(o.ZoneKey(), &o) == key {
+		if (types.NamespacedName{Namespace: o.Namespace, Name: o.Name}) != self && o.DeletionTimestamp == nil && recordindex.Of(&o) == key {
 			out = append(out, o)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 )
 
 // Options configure the webhooks. The zero value works: default image,
@@ -63,10 +64,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	// DNSRecords by zone and name, from the cache the controllers keep
 	// warm: the CNAME rule across DNSRecords looks up one name per call.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.DNSRecord{}, IndexRecordZoneName, func(o client.Object) []string {
-		r := o.(*v1alpha1.DNSRecord)
-		return []string{recordZoneName(r.ZoneKey(), r)}
-	}); err != nil {
+	if err := recordindex.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("indexing DNSRecords for the webhooks: %w", err)
 	}
 	if opts.Reader == nil {
