@@ -58,6 +58,7 @@ const chaosLeaseName = "bind-operator.bind.unkin.net"
 //   - a secondary cut off the network for 60 s, then restored: it catches
 //     up by IXFR (the transfer named logs carries the changes, not the
 //     zone);
+//   - the primary's volume lost (its claim and pod deleted);
 //   - the cluster rolled (its transfer key rotated).
 //
 // After each, every pod must serve every DNSRecord exactly once with its
@@ -106,6 +107,9 @@ func TestChaos(t *testing.T) {
 		// named sends the whole zone instead: max-ixfr-ratio).
 		c.killOperatorWhileCreating(ctx, t),
 		c.cutSecondary(ctx, t, a.Name+"-2"),
+		c.run(ctx, t, "the primary's volume lost (its claim and pod deleted)", func() func() {
+			return c.losePrimaryVolume(ctx, t)
+		}),
 		c.run(ctx, t, "the cluster rolled (its transfer key rotated)", func() func() {
 			before, _, err := currentRollout(ctx, ns, a.Name)
 			testkit.Must(t, err)
@@ -549,6 +553,40 @@ func (c *chaos) killLeader(ctx context.Context, t *testing.T) {
 	}
 	killProcess(ctx, t, string(pods[i].UID), "bind-operator", holder)
 	fmt.Fprintf(os.Stderr, "chaos: killed the operator's leader %s\n", holder)
+}
+
+// losePrimaryVolume deletes the primary's PersistentVolumeClaim and then
+// its pod: the StatefulSet brings the primary back on a new, empty
+// volume. The returned function waits until the new primary is ready. A
+// pod recreated while its old claim was still being deleted waits for a
+// claim nobody creates (the StatefulSet controller makes claims only with
+// pods): it is deleted once more, as an operator of the cluster would.
+func (c *chaos) losePrimaryVolume(ctx context.Context, t *testing.T) func() {
+	t.Helper()
+	pods := env.Cluster.Client().CoreV1().Pods(c.a.Namespace)
+	claims := env.Cluster.Client().CoreV1().PersistentVolumeClaims(c.a.Namespace)
+	primary, claim := c.a.Name+"-0", "data-"+c.a.Name+"-0"
+	old, err := claims.Get(ctx, claim, metav1.GetOptions{})
+	testkit.Must(t, err)
+	testkit.Must(t, claims.Delete(ctx, claim, metav1.DeleteOptions{}))
+	testkit.Must(t, pods.Delete(ctx, primary, metav1.DeleteOptions{}))
+	return func() {
+		NewWithT(t).Eventually(func(g Gomega) {
+			cl, err := claims.Get(ctx, claim, metav1.GetOptions{})
+			if err == nil && cl.UID != old.UID && cl.Status.Phase == corev1.ClaimBound {
+				p, err := pods.Get(ctx, primary, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(localcluster.PodReady(p)).To(BeTrue(), "the new primary is not ready")
+				return
+			}
+			p, err := pods.Get(ctx, primary, metav1.GetOptions{})
+			if err == nil && p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil && time.Since(p.CreationTimestamp.Time) > 5*time.Second {
+				_ = pods.Delete(ctx, primary, metav1.DeleteOptions{})
+			}
+			g.Expect(cl).NotTo(BeNil(), "no new claim %s yet", claim)
+			g.Expect(false).To(BeTrue(), "claim %s not replaced and bound yet", claim)
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}
 }
 
 // awaitRolled waits until the StatefulSet has rolled away from the config
