@@ -117,14 +117,8 @@ func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	stuck := stuckSecondaries(serial, r.state.previous(req.NamespacedName), now)
-	if len(stuck) > 0 && notifyKey != nil {
-		var again []PodEndpoint
-		for _, p := range secondaries {
-			if stuck[p.Pod] {
-				again = append(again, p)
-			}
-		}
-		_ = notifySecondaries(ctx, again, zoneName, *notifyKey) // best effort: the next look tries again
+	if notifyKey != nil {
+		notifyStuck(ctx, secondaries, stuck, zoneName, *notifyKey)
 	}
 	return ctrl.Result{RequeueAfter: r.state.looked(req.NamespacedName, now, len(stuck) > 0)}, nil
 }
@@ -221,12 +215,7 @@ func (s *replication) looked(zone types.NamespacedName, now []bindv1alpha1.Secon
 	}
 	st.looked = time.Now()
 	if now != nil {
-		st.serials = map[string]int64{}
-		for _, sec := range now {
-			if sec.Serial != nil {
-				st.serials[sec.Pod] = *sec.Serial
-			}
-		}
+		st.serials = serialsByPod(now)
 	}
 	return st.backoff
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
 
 // catchUpSerial raises the primary's serial past the secondaries' when one
@@ -44,20 +45,32 @@ func (r *BindZoneReconciler) renotify(ctx context.Context, zone *bindv1alpha1.Bi
 		return
 	}
 	primary := uint32(*status.Serial) //nolint:gosec // serials are uint32 on the wire
-	before := map[string]int64{}
-	for _, s := range zone.Status.Secondaries {
+	stuck := stuckSecondaries(primary, serialsByPod(zone.Status.Secondaries), status.Secondaries)
+	notifyStuck(ctx, t.secondaries(), stuck, t.zoneName, *t.xfrKey)
+}
+
+// serialsByPod is the serial each secondary served, by pod; a pod that did
+// not answer is absent.
+func serialsByPod(secs []bindv1alpha1.SecondaryZoneStatus) map[string]int64 {
+	out := make(map[string]int64, len(secs))
+	for _, s := range secs {
 		if s.Serial != nil {
-			before[s.Pod] = *s.Serial
+			out[s.Pod] = *s.Serial
 		}
 	}
-	stuck := stuckSecondaries(primary, before, status.Secondaries)
+	return out
+}
+
+// notifyStuck sends a NOTIFY signed with key to each of secondaries named
+// in stuck (stuckSecondaries). Best effort: the caller looks again.
+func notifyStuck(ctx context.Context, secondaries []PodEndpoint, stuck map[string]bool, zone string, key dnsclient.Key) {
 	var pods []PodEndpoint
-	for _, p := range t.secondaries() {
+	for _, p := range secondaries {
 		if stuck[p.Pod] {
 			pods = append(pods, p)
 		}
 	}
 	if len(pods) > 0 {
-		_ = notifySecondaries(ctx, pods, t.zoneName, *t.xfrKey)
+		_ = notifySecondaries(ctx, pods, zone, key)
 	}
 }
