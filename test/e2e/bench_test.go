@@ -151,7 +151,7 @@ func TestInClusterBench(t *testing.T) {
 	start := time.Now()
 	// One DELETE per record from 32 clients: a single deletecollection of
 	// 10,000 objects outlasts the API server's request timeout here.
-	testkit.Must(t, forEachRecord(ctx, func(i int) error {
+	testkit.Must(t, forEachRecord(ctx, benchRecords, func(i int) error {
 		err := c.Delete(ctx, &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)}})
 		return client.IgnoreNotFound(err)
 	}))
@@ -322,7 +322,7 @@ func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *
 	var res bulk
 	apiBefore, ownBefore := apiServerRequests(ctx, t, own.resource), own.snapshot()
 	start := time.Now()
-	err := forEachRecord(ctx, func(i int) error {
+	err := forEachRecord(ctx, benchRecords, func(i int) error {
 		r := &v1.DNSRecord{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)},
 			Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "op"}, Name: v1.RecordName(fmt.Sprintf("r%05d", i)), Type: "A",
@@ -341,27 +341,31 @@ func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *
 		waitSerial(ctx, t, ip, zone, fmt.Sprintf("secondary %d", i+1), serial)
 	}
 	res.secondaries = time.Since(start)
-	NewWithT(t).Eventually(func() (int, error) {
-		var l v1.DNSRecordList
-		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return -1, err
-		}
-		notReady := 0
-		for _, r := range l.Items {
-			if !meta.IsStatusConditionTrue(r.Status.Conditions, v1.ConditionReady) {
-				notReady++
-			}
-		}
-		return notReady, nil
-	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeZero(), "DNSRecords not Ready")
+	NewWithT(t).Eventually(func() (int, error) { return notReadyRecords(ctx, c, ns) }).
+		WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeZero(), "DNSRecords not Ready")
 	res.ready = time.Since(start)
 	res.api = apiServerRequests(ctx, t, own.resource).minus(apiBefore).minus(own.snapshot().minus(ownBefore))
 	return res
 }
 
-// forEachRecord calls f for 0..benchRecords-1 from 32 goroutines, as a
-// GitOps tool applying a large folder would, and returns the first error.
-func forEachRecord(ctx context.Context, f func(i int) error) error {
+// notReadyRecords counts the DNSRecords of ns that are not Ready.
+func notReadyRecords(ctx context.Context, c client.Reader, ns string) (int, error) {
+	var l v1.DNSRecordList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return -1, err
+	}
+	n := 0
+	for _, r := range l.Items {
+		if !meta.IsStatusConditionTrue(r.Status.Conditions, v1.ConditionReady) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// forEachRecord calls f for 0..n-1 from 32 goroutines, as a GitOps tool
+// applying a large folder would, and returns the first error.
+func forEachRecord(ctx context.Context, n int, f func(i int) error) error {
 	var next atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
@@ -369,7 +373,7 @@ func forEachRecord(ctx context.Context, f func(i int) error) error {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1)) - 1
-				if i >= benchRecords {
+				if i >= n {
 					return
 				}
 				if err := f(i); err != nil {

@@ -19,7 +19,6 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -471,53 +470,30 @@ func (c *chaos) killOperatorWhileCreating(ctx context.Context, t *testing.T) cha
 	t.Helper()
 	var killedAfter time.Duration
 	row := c.run(ctx, t, fmt.Sprintf("the operator's leader killed while %d DNSRecords are created", chaosCreated), func() func() {
-		var next atomic.Int64
-		var failed atomic.Value
-		var creators sync.WaitGroup
+		// The webhooks run in the operator's pods: a create in the moment
+		// one is gone is refused, and retried as a GitOps tool would.
+		var created atomic.Int64
+		done := make(chan error, 1)
 		begin := time.Now()
-		for range 32 {
-			creators.Go(func() {
-				for ctx.Err() == nil {
-					i := int(next.Add(1)) - 1
-					if i >= chaosCreated {
-						return
-					}
-					// The webhooks run in the operator's pods: a create
-					// in the moment one is gone is refused, and retried
-					// as a GitOps tool would.
-					if err := retryCreate(ctx, chaosRecord(c.a.Namespace, fmt.Sprintf("c-%04d", i), benchValue(i))); err != nil {
-						failed.CompareAndSwap(nil, err)
-						return
-					}
-				}
+		go func() {
+			done <- forEachRecord(ctx, chaosCreated, func(i int) error {
+				err := retryCreate(ctx, chaosRecord(c.a.Namespace, fmt.Sprintf("c-%04d", i), benchValue(i)))
+				created.Add(1)
+				return err
 			})
-		}
-		NewWithT(t).Eventually(func() int64 { return next.Load() }).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(10*time.Millisecond).
+		}()
+		NewWithT(t).Eventually(created.Load).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(10*time.Millisecond).
 			Should(BeNumerically(">=", chaosCreated/4), "DNSRecords being created")
 		killedAfter = time.Since(begin)
 		c.killLeader(ctx, t)
-		creators.Wait()
-		if err, _ := failed.Load().(error); err != nil {
-			t.Fatal(err)
-		}
+		testkit.Must(t, <-done)
 		for i := range chaosCreated {
 			c.want[fmt.Sprintf("c-%04d", i)] = benchValue(i)
 		}
 		return nil
 	})
-	NewWithT(t).Eventually(func() (int, error) {
-		var l v1.DNSRecordList
-		if err := env.Client.List(ctx, &l, client.InNamespace(c.a.Namespace)); err != nil {
-			return -1, err
-		}
-		notReady := 0
-		for _, r := range l.Items {
-			if !meta.IsStatusConditionTrue(r.Status.Conditions, v1.ConditionReady) {
-				notReady++
-			}
-		}
-		return notReady, nil
-	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeZero(), "DNSRecords not Ready after the operator was killed")
+	NewWithT(t).Eventually(func() (int, error) { return notReadyRecords(ctx, env.Client, c.a.Namespace) }).
+		WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeZero(), "DNSRecords not Ready after the operator was killed")
 	row.note = fmt.Sprintf("leader killed %s into the creation, a quarter created; every DNSRecord Ready", killedAfter.Round(time.Millisecond))
 	return row
 }
@@ -552,7 +528,7 @@ func (c *chaos) killLeader(ctx context.Context, t *testing.T) {
 		t.Fatalf("the Lease names %q, which is not an operator pod", holder)
 	}
 	killProcess(ctx, t, string(pods[i].UID), "bind-operator", holder)
-	fmt.Fprintf(os.Stderr, "chaos: killed the operator's leader %s\n", holder)
+	t.Logf("killed the operator's leader %s", holder)
 }
 
 // losePrimaryVolume deletes the primary's PersistentVolumeClaim and then
@@ -572,19 +548,17 @@ func (c *chaos) losePrimaryVolume(ctx context.Context, t *testing.T) func() {
 	testkit.Must(t, pods.Delete(ctx, primary, metav1.DeleteOptions{}))
 	return func() {
 		NewWithT(t).Eventually(func(g Gomega) {
-			cl, err := claims.Get(ctx, claim, metav1.GetOptions{})
-			if err == nil && cl.UID != old.UID && cl.Status.Phase == corev1.ClaimBound {
-				p, err := pods.Get(ctx, primary, metav1.GetOptions{})
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(localcluster.PodReady(p)).To(BeTrue(), "the new primary is not ready")
-				return
-			}
 			p, err := pods.Get(ctx, primary, metav1.GetOptions{})
-			if err == nil && p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil && time.Since(p.CreationTimestamp.Time) > 5*time.Second {
+			g.Expect(err).NotTo(HaveOccurred())
+			cl, err := claims.Get(ctx, claim, metav1.GetOptions{})
+			replaced := err == nil && cl.UID != old.UID
+			if !replaced && p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil && time.Since(p.CreationTimestamp.Time) > 5*time.Second {
 				_ = pods.Delete(ctx, primary, metav1.DeleteOptions{})
 			}
-			g.Expect(cl).NotTo(BeNil(), "no new claim %s yet", claim)
-			g.Expect(false).To(BeTrue(), "claim %s not replaced and bound yet", claim)
+			g.Expect(err).NotTo(HaveOccurred(), "claim %s", claim)
+			g.Expect(cl.UID).NotTo(Equal(old.UID), "claim %s not replaced yet", claim)
+			g.Expect(cl.Status.Phase).To(Equal(corev1.ClaimBound), "claim %s", claim)
+			g.Expect(localcluster.PodReady(p)).To(BeTrue(), "the new primary is not ready")
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	}
 }

@@ -59,22 +59,29 @@ func skipLabelled(b *testing.B) {
 	testkit.Must(b, k8sClient.List(ctx, &validating))
 	for i := range mutating.Items {
 		c := &mutating.Items[i]
-		was := c.DeepCopy()
-		for j := range c.Webhooks {
-			c.Webhooks[j].NamespaceSelector = skip
-		}
-		testkit.Must(b, k8sClient.Patch(ctx, c, client.MergeFrom(was)))
-		b.Cleanup(func() { _ = k8sClient.Patch(ctx, was, client.MergeFrom(c)) })
+		patchUntilEnd(b, c, func() {
+			for j := range c.Webhooks {
+				c.Webhooks[j].NamespaceSelector = skip
+			}
+		})
 	}
 	for i := range validating.Items {
 		c := &validating.Items[i]
-		was := c.DeepCopy()
-		for j := range c.Webhooks {
-			c.Webhooks[j].NamespaceSelector = skip
-		}
-		testkit.Must(b, k8sClient.Patch(ctx, c, client.MergeFrom(was)))
-		b.Cleanup(func() { _ = k8sClient.Patch(ctx, was, client.MergeFrom(c)) })
+		patchUntilEnd(b, c, func() {
+			for j := range c.Webhooks {
+				c.Webhooks[j].NamespaceSelector = skip
+			}
+		})
 	}
+}
+
+// patchUntilEnd applies change to obj and patches it, and patches it back
+// when the benchmark ends.
+func patchUntilEnd(b *testing.B, obj client.Object, change func()) {
+	was := obj.DeepCopyObject().(client.Object)
+	change()
+	testkit.Must(b, k8sClient.Patch(ctx, obj, client.MergeFrom(was)))
+	b.Cleanup(func() { _ = k8sClient.Patch(ctx, was, client.MergeFrom(obj)) })
 }
 
 // awaitAdmission waits until the API server's view of the webhook
