@@ -29,6 +29,8 @@ type Cluster struct {
 	client      kubernetes.Interface
 
 	daemons                        []*daemon
+	etcdURL                        string
+	apiserver                      *daemon // the one running now
 	kcm, scheduler, kubelet, proxy *daemon
 	bgCtx                          context.Context
 	bgCancel                       context.CancelFunc

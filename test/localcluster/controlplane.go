@@ -29,42 +29,11 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.etcdURL = etcdURL
+	if err := c.startAPIServer(ctx, etcd); err != nil {
+		return err
+	}
 	pkiFile := func(name string) string { return c.opts.path("pki", name) }
-	apiserver, err := c.startDaemon("kube-apiserver", c.opts.bin("kube-apiserver"),
-		"--etcd-servers="+etcdURL,
-		"--bind-address="+NodeIP.String(), "--secure-port=6443", "--advertise-address="+NodeIP.String(),
-		"--service-cluster-ip-range="+ServiceCIDR.String(),
-		"--tls-cert-file="+pkiFile("apiserver.crt"), "--tls-private-key-file="+pkiFile("apiserver.key"),
-		"--client-ca-file="+pkiFile("ca.crt"),
-		"--kubelet-client-certificate="+pkiFile("apiserver-kubelet-client.crt"),
-		"--kubelet-client-key="+pkiFile("apiserver-kubelet-client.key"),
-		// The kubelet serves a self-signed certificate; the node name does
-		// not resolve outside, so the API server dials the InternalIP.
-		"--kubelet-preferred-address-types=InternalIP",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+pkiFile("sa.pub"),
-		"--service-account-signing-key-file="+pkiFile("sa.key"),
-		"--authorization-mode=Node,RBAC",
-		"--enable-admission-plugins=NodeRestriction",
-		"--allow-privileged=false",
-		"--profiling=false",
-		"--v=1")
-	if err != nil {
-		return err
-	}
-	if c.adminConfig, err = c.restConfig(adminID); err != nil {
-		return err
-	}
-	if err := c.connect(); err != nil {
-		return err
-	}
-	if err := c.waitUntil(ctx, "the API server to become ready", 90*time.Second, func() (bool, error) {
-		body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil && string(body) == "ok", err
-	}, etcd, apiserver); err != nil {
-		return err
-	}
-	c.opts.Logf("localcluster: API server ready at %s", c.serverURL())
 
 	kcm, err := c.startDaemon("kube-controller-manager", c.opts.bin("kube-controller-manager"),
 		"--kubeconfig="+c.opts.path(kcmID.file),
@@ -99,7 +68,69 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	return c.waitUntil(ctx, "the default ServiceAccount", 60*time.Second, func() (bool, error) {
 		_, err := c.client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, err
-	}, kcm, scheduler, apiserver)
+	}, kcm, scheduler, c.apiserver)
+}
+
+// startAPIServer runs the API server against the etcd at c.etcdURL and
+// waits until it is ready (or one of the watched daemons dies).
+func (c *Cluster) startAPIServer(ctx context.Context, watch ...*daemon) error {
+	pkiFile := func(name string) string { return c.opts.path("pki", name) }
+	apiserver, err := c.startDaemon("kube-apiserver", c.opts.bin("kube-apiserver"),
+		"--etcd-servers="+c.etcdURL,
+		"--bind-address="+NodeIP.String(), "--secure-port=6443", "--advertise-address="+NodeIP.String(),
+		"--service-cluster-ip-range="+ServiceCIDR.String(),
+		"--tls-cert-file="+pkiFile("apiserver.crt"), "--tls-private-key-file="+pkiFile("apiserver.key"),
+		"--client-ca-file="+pkiFile("ca.crt"),
+		"--kubelet-client-certificate="+pkiFile("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+pkiFile("apiserver-kubelet-client.key"),
+		// The kubelet serves a self-signed certificate; the node name does
+		// not resolve outside, so the API server dials the InternalIP.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+pkiFile("sa.pub"),
+		"--service-account-signing-key-file="+pkiFile("sa.key"),
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--allow-privileged=false",
+		"--profiling=false",
+		"--v=1")
+	if err != nil {
+		return err
+	}
+	c.apiserver = apiserver
+	if c.adminConfig == nil {
+		if c.adminConfig, err = c.restConfig(adminID); err != nil {
+			return err
+		}
+		if err := c.connect(); err != nil {
+			return err
+		}
+	}
+	if err := c.waitUntil(ctx, "the API server to become ready", 90*time.Second, c.apiServerReady(ctx), append(watch, apiserver)...); err != nil {
+		return err
+	}
+	c.opts.Logf("localcluster: API server ready at %s", c.serverURL())
+	return nil
+}
+
+func (c *Cluster) apiServerReady(ctx context.Context) func() (bool, error) {
+	return func() (bool, error) {
+		body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", err
+	}
+}
+
+// RestartAPIServer stops the API server as a kubelet stops a static pod
+// (SIGTERM, SIGKILL after its default 30 s grace period: kube-apiserver
+// stops listening at once but drains watches for up to a minute), starts
+// it again with the same flags and waits until it is ready. Everything else keeps running, as on a
+// node whose API server is restarted: clients see refused connections
+// and broken watches until it is back.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	old := c.apiserver
+	old.stop(30 * time.Second)
+	c.opts.Logf("localcluster: API server stopped (%v)", old.err)
+	return c.startAPIServer(ctx)
 }
 
 // freeLoopbackPorts returns n distinct free TCP ports on 127.0.0.1.

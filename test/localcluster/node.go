@@ -100,15 +100,24 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		return err
 	}
 	for _, img := range c.opts.Images {
-		c.opts.Logf("localcluster: importing %s", filepath.Base(img))
-		if _, err := c.ctr(ctx, "images", "import", "--snapshotter", "overlayfs", img); err != nil {
-			return errorf("import %s: %v", img, err)
+		if err := c.ImportImage(ctx, img); err != nil {
+			return err
 		}
 	}
 	if err := c.startKubelet(ctx, containerd); err != nil {
 		return err
 	}
 	return c.startKubeProxy()
+}
+
+// ImportImage imports a docker-archive into the node's containerd, as
+// Start does with Options.Images: for an image a test needs only itself.
+func (c *Cluster) ImportImage(ctx context.Context, archive string) error {
+	c.opts.Logf("localcluster: importing %s", archive)
+	if _, err := c.ctr(ctx, "images", "import", "--snapshotter", "overlayfs", archive); err != nil {
+		return errorf("import %s: %v", archive, err)
+	}
+	return nil
 }
 
 // writeRegistryBlackhole points every registry at a closed loopback port:
