@@ -25,6 +25,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/internal/apiwait"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/webhooks"
 )
@@ -147,6 +148,13 @@ func runManager(args []string) error {
 		return err
 	}
 	cfg := ctrl.GetConfigOrDie()
+	ctx := ctrl.SetupSignalHandler()
+	// The manager's cache is built from the API's discovery: wait out an
+	// API server restart here instead of exiting into the kubelet's
+	// crash-loop back-off.
+	if err := apiwait.Ready(ctx, cfg, 2*time.Minute, setupLog); err != nil {
+		return err
+	}
 	// HTTP/2 is off unless asked for, as kubebuilder scaffolds it: the
 	// servers then speak HTTP/1.1 only (Rapid Reset and Stream Cancellation).
 	var tlsOpts []func(*tls.Config)
@@ -175,8 +183,6 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx := ctrl.SetupSignalHandler()
-
 	if o.certs.SelfManaged() {
 		// The webhook server reads its certificate when it starts, before
 		// any other runnable: issue (or reuse) it first.
