@@ -58,7 +58,8 @@ const chaosLeaseName = "bind-operator.bind.unkin.net"
 //     up by IXFR (the transfer named logs carries the changes, not the
 //     zone);
 //   - the primary's volume lost (its claim and pod deleted);
-//   - the cluster rolled (its transfer key rotated).
+//   - the cluster rolled (its transfer key rotated);
+//   - kube-apiserver restarted.
 //
 // After each, every pod must serve every DNSRecord exactly once with its
 // last value: nothing lost, nothing doubled. The queries answered and
@@ -118,6 +119,7 @@ func TestChaos(t *testing.T) {
 				c.transfer = readTSIGKey(ctx, t, ns, a.transferKey())
 			}
 		}),
+		c.restartAPIServer(ctx, t),
 	)
 	printChaosTable(t, rows)
 }
@@ -165,18 +167,22 @@ func (c *chaos) run(ctx context.Context, t *testing.T, what string, fault func()
 }
 
 // edit changes n kept DNSRecords, one every interval, through the API
-// server.
+// server (retried while it is down).
 func (c *chaos) edit(ctx context.Context, t *testing.T, n int, interval time.Duration) {
 	t.Helper()
 	for range n {
 		name := fmt.Sprintf("keep-%02d", c.edits%chaosKept)
 		value := benchValue(chaosKept + c.edits)
 		c.edits++
-		r := &v1.DNSRecord{}
-		testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: c.a.Namespace, Name: name}, r))
-		patch := client.MergeFrom(r.DeepCopy())
-		r.Spec.Values = []string{value}
-		testkit.Must(t, env.Client.Patch(ctx, r, patch))
+		testkit.Must(t, retryAPI(ctx, "editing DNSRecord "+name, func() error {
+			r := &v1.DNSRecord{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: c.a.Namespace, Name: name}, r); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(r.DeepCopy())
+			r.Spec.Values = []string{value}
+			return env.Client.Patch(ctx, r, patch)
+		}))
 		c.want[name] = value
 		time.Sleep(interval)
 	}
@@ -498,18 +504,89 @@ func (c *chaos) killOperatorWhileCreating(ctx context.Context, t *testing.T) cha
 	return row
 }
 
-// retryCreate creates r, retrying for up to a minute while the API server
-// cannot reach the webhooks; an object that already exists was created by
-// an attempt whose answer was lost.
+// restartAPIServer restarts kube-apiserver while the kept DNSRecords are
+// edited: the edits made while it is down wait for it (retried), the
+// operator's watches and leader election ride out the gap, and BIND keeps
+// answering, since nothing in the data plane needs the API server.
+func (c *chaos) restartAPIServer(ctx context.Context, t *testing.T) chaosRow {
+	t.Helper()
+	restartsBefore := operatorRestarts(ctx, t)
+	var down time.Duration
+	row := c.run(ctx, t, "kube-apiserver restarted", func() func() {
+		began := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- env.Cluster.RestartAPIServer(ctx) }()
+		// The edits start once it is down, so that they meet the gap.
+		NewWithT(t).Eventually(func() error {
+			_, err := env.Cluster.Client().Discovery().ServerVersion()
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(50*time.Millisecond).Should(HaveOccurred(), "the API server did not stop")
+		return func() {
+			testkit.Must(t, <-done)
+			down = time.Since(began)
+		}
+	})
+	row.note = fmt.Sprintf("API server stopped and ready again after %s; operator containers restarted %d times",
+		down.Round(100*time.Millisecond), operatorRestarts(ctx, t)-restartsBefore)
+	if exits := operatorExits(ctx, t); exits != "" {
+		t.Logf("kube-apiserver restarted: %s", exits)
+	}
+	return row
+}
+
+// operatorRestarts is the sum of the operator containers' restart counts.
+func operatorRestarts(ctx context.Context, t *testing.T) int32 {
+	t.Helper()
+	pods, err := env.OperatorPods(ctx)
+	testkit.Must(t, err)
+	var n int32
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
+			n += s.RestartCount
+		}
+	}
+	return n
+}
+
+// operatorExits says, per operator pod that restarted, how its container
+// last ended: the exit code and the first line of the termination message
+// (the end of the log: FallbackToLogsOnError).
+func operatorExits(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	pods, err := env.OperatorPods(ctx)
+	testkit.Must(t, err)
+	var out []string
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
+			if last := s.LastTerminationState.Terminated; s.RestartCount > 0 && last != nil {
+				msg, _, _ := strings.Cut(strings.TrimSpace(last.Message), "\n")
+				out = append(out, fmt.Sprintf("%s restarted %d times, last exit %d: %.200s", p.Name, s.RestartCount, last.ExitCode, msg))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// retryCreate creates r; an object that already exists was created by an
+// attempt whose answer was lost.
 func retryCreate(ctx context.Context, r *v1.DNSRecord) error {
+	return retryAPI(ctx, "creating DNSRecord "+r.Name, func() error {
+		return client.IgnoreAlreadyExists(env.Client.Create(ctx, r.DeepCopy()))
+	})
+}
+
+// retryAPI calls f until it succeeds, for up to a minute: while the API
+// server restarts, or cannot reach the webhooks, calls fail and are
+// retried, as a GitOps tool would.
+func retryAPI(ctx context.Context, what string, f func() error) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		err := env.Client.Create(ctx, r.DeepCopy())
-		if err == nil || client.IgnoreAlreadyExists(err) == nil {
+		err := f()
+		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("creating DNSRecord %s: %w", r.Name, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
