@@ -8,6 +8,11 @@
 #                  default BIND image, from Debian's bind9 (hack/images/bind9)
 #   bind-operator  git.unkin.net/unkin/bind-operator:latest from the project's
 #                  own Dockerfile, unchanged
+#   bind-operator-next  (only when named) git.unkin.net/unkin/bind-operator:next,
+#                  a "next release" whose render differs by one comment line,
+#                  for the e2e test of an upgrade (test/e2e/upgrade_test.go);
+#                  written to OUTDIR/next/, which the local cluster does not
+#                  import when it starts
 #
 # The Dockerfiles start FROM debian:bookworm-slim and golang:1.26. Neither
 # can be pulled here, so both are made locally under those names first:
@@ -21,7 +26,7 @@
 # mount the host's Go module and build caches, so a rebuild after a code
 # change takes about a minute.
 #
-# usage: hack/build-images.sh OUTDIR [pause|bind9|bind-operator ...]
+# usage: hack/build-images.sh OUTDIR [pause|bind9|bind-operator|bind-operator-next ...]
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -146,12 +151,43 @@ build_operator() {
   save bind-operator git.unkin.net/unkin/bind-operator:latest "$key"
 }
 
+# The next release: the same image with /bind-operator rebuilt on the host
+# from the same sources, except that the comment at the head of every
+# named.conf gains two words (`go build -overlay`: the checkout is not
+# touched). Any render change rolls every cluster; this one changes nothing
+# else, so the upgrade test sees only what an operator upgrade does.
+build_operator_next() {
+  build_operator
+  local key src marker text
+  key=$(cat "$out/bind-operator.key")
+  fresh next/bind-operator "$key" && return
+  src=render/namedconf.go
+  marker="do not edit, changes are overwritten."
+  text=$(cat "$src")
+  if [ "${text/"$marker"/}" = "$text" ]; then
+    echo "images: $src no longer holds \"$marker\": point build_operator_next at a line of the render" >&2
+    exit 1
+  fi
+  printf '%s\n' "${text/"$marker"/"$marker Next release."}" >"$work/namedconf.go"
+  printf '{"Replace":{"%s":"%s"}}\n' "$root/$src" "$work/namedconf.go" >"$work/overlay.json"
+  echo "images: building git.unkin.net/unkin/bind-operator:next (one render change)" >&2
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -overlay "$work/overlay.json" -o "$work/bind-operator" ./cmd
+  local c
+  c=$(bah from --pull=never git.unkin.net/unkin/bind-operator:latest)
+  bah copy "$c" "$work/bind-operator" /bind-operator >/dev/null
+  bah commit --quiet "$c" git.unkin.net/unkin/bind-operator:next >/dev/null
+  bah rm "$c" >/dev/null
+  mkdir -p "$out/next"
+  save next/bind-operator git.unkin.net/unkin/bind-operator:next "$key"
+}
+
 for img in "${want[@]}"; do
   case "$img" in
     pause) build_pause ;;
     bind9) build_bind9 ;;
     bind-operator) build_operator ;;
-    *) echo "unknown image $img (pause, bind9, bind-operator)" >&2; exit 2 ;;
+    bind-operator-next) build_operator_next ;;
+    *) echo "unknown image $img (pause, bind9, bind-operator, bind-operator-next)" >&2; exit 2 ;;
   esac
 done
 # Old layers of rebuilt images only take space.

@@ -130,13 +130,13 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return e, nil
 }
 
-// BuildImages runs `hack/build-images.sh bin/images`: the pause, BIND and
-// operator images as docker-archives the local cluster imports. It is
-// cached; the operator's image is rebuilt when any file of the checkout
-// changed.
-func BuildImages(ctx context.Context, logf func(format string, args ...any)) error {
+// BuildImages runs `hack/build-images.sh bin/images [names]`: by default
+// the pause, BIND and operator images as docker-archives the local cluster
+// imports. It is cached; the operator's image is rebuilt when any file of
+// the checkout changed.
+func BuildImages(ctx context.Context, logf func(format string, args ...any), names ...string) error {
 	root := testkit.RepoRoot()
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-images.sh"), filepath.Join(root, "bin", "images"))
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-images.sh"), append([]string{filepath.Join(root, "bin", "images")}, names...)...)
 	cmd.Dir = root
 	out, err := cmd.StderrPipe()
 	if err != nil {

@@ -73,25 +73,56 @@ func TestConfigChangeRollsOnceWithoutDowntime(t *testing.T) {
 // failure.
 func rollOnce(ctx context.Context, t *testing.T, a authoritative, queryIP, what string, change func()) {
 	t.Helper()
-	before, _, err := currentRollout(ctx, a.Namespace, a.Name)
-	testkit.Must(t, err)
-	pods, err := podStates(ctx, a.Namespace, a.Name)
-	testkit.Must(t, err)
-	if len(pods) != int(a.Replicas) {
-		t.Fatalf("%s: want %d pods before the change, got %s", what, a.Replicas, describePods(pods))
-	}
-
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	seen := watchPodUIDs(watchCtx, t, a.Namespace, a.Name)
-	defer stopWatch()
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	defer stopLoop()
-	results := make(chan queryStats, 1)
-	go func() { results <- queryLoop(loopCtx, queryIP, a.Catalog, 100*time.Millisecond, 1800, 180*time.Second) }()
-
-	start := time.Now()
+	r := watchRoll(ctx, t, a, queryIP)
+	defer r.stop()
 	change()
+	r.rolledOnce(ctx, t, what)
+}
 
+// rollWatch follows one cluster through a change: its rollout and pods
+// before, every UID its pods have had since, and a bounded query loop
+// against its query Service.
+type rollWatch struct {
+	a       authoritative
+	before  rollout
+	pods    map[string]podState
+	seen    func() map[string][]types.UID
+	results chan queryStats
+	start   time.Time
+	stop    func()
+}
+
+// watchRoll starts following a before the change is made.
+func watchRoll(ctx context.Context, t *testing.T, a authoritative, queryIP string) *rollWatch {
+	t.Helper()
+	r := &rollWatch{a: a, results: make(chan queryStats, 1)}
+	var err error
+	r.before, _, err = currentRollout(ctx, a.Namespace, a.Name)
+	testkit.Must(t, err)
+	r.pods, err = podStates(ctx, a.Namespace, a.Name)
+	testkit.Must(t, err)
+	if len(r.pods) != int(a.Replicas) {
+		t.Fatalf("%s: want %d pods before the change, got %s", a.Name, a.Replicas, describePods(r.pods))
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	r.seen = watchPodUIDs(watchCtx, t, a.Namespace, a.Name)
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	go func() {
+		r.results <- queryLoop(loopCtx, queryIP, a.Catalog, 100*time.Millisecond, 1800, 180*time.Second)
+	}()
+	r.stop = func() { stopLoop(); stopWatch() }
+	r.start = time.Now()
+	return r
+}
+
+// rolledOnce waits until the change has rolled the cluster and checks
+// that it rolled exactly once — every pod replaced once, the StatefulSet's
+// generation up by one, the config hash changed — and that the query
+// Service kept answering.
+func (r *rollWatch) rolledOnce(ctx context.Context, t *testing.T, what string) {
+	t.Helper()
+	a, before, pods := r.a, r.before, r.pods
+	what = a.Name + ": " + what
 	// Wait for the roll to complete: a new generation fully rolled out,
 	// every pod replaced and ready.
 	NewWithT(t).Eventually(func() error {
@@ -119,7 +150,7 @@ func rollOnce(ctx context.Context, t *testing.T, a authoritative, queryIP, what 
 		}
 		return nil
 	}).WithContext(ctx).WithTimeout(4*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "%s: the roll did not complete", what)
-	rolled := time.Since(start)
+	rolled := time.Since(r.start)
 	waitClusterReady(ctx, t, a.Namespace, a.Name, a.Replicas)
 	// Hold on a little: a second roll would start right after the first.
 	NewWithT(t).Consistently(func() (int64, error) {
@@ -129,9 +160,8 @@ func rollOnce(ctx context.Context, t *testing.T, a authoritative, queryIP, what 
 		}
 		return s.Generation, nil
 	}).WithContext(ctx).WithTimeout(8*time.Second).Should(Equal(before.Generation+1), "%s: a second roll followed the first", what)
-	stopLoop()
-	stats := <-results
-	stopWatch()
+	r.stop()
+	stats := <-r.results
 
 	after, _, err := currentRollout(ctx, a.Namespace, a.Name)
 	testkit.Must(t, err)
@@ -141,7 +171,7 @@ func rollOnce(ctx context.Context, t *testing.T, a authoritative, queryIP, what 
 	if after.Hash == before.Hash {
 		t.Errorf("%s: the config hash did not change (%s)", what, shortHash(after.Hash))
 	}
-	uids := seen()
+	uids := r.seen()
 	var perPod []string
 	for name, p := range pods {
 		got := uids[name]
