@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,9 +34,6 @@ const (
 	// chaosKept DNSRecords exist before the first fault and are edited
 	// while each fault lasts: none may be lost or doubled.
 	chaosKept = 50
-	// chaosCreated DNSRecords are being created when the operator is
-	// killed.
-	chaosCreated = 2000
 	// chaosQueryInterval paces the queries sent through the query Service
 	// during each fault: 200 per second, from chaosQueryWorkers clients.
 	chaosQueryInterval = 5 * time.Millisecond
@@ -43,6 +41,11 @@ const (
 	// chaosCut is how long a secondary is cut off the network.
 	chaosCut = 60 * time.Second
 )
+
+// chaosCreated DNSRecords are being created when the operator's leader is
+// killed. Issue 15 asks for 10,000: `make bench` passes that; `make test`
+// keeps the default, which exercises the same path in a quarter of the time.
+var chaosCreated = flag.Int("chaos-created", 2000, "DNSRecords TestChaos creates while it kills the operator's leader")
 
 // chaosLeaseName is the operator's leader-election Lease (cmd/manager.go).
 const chaosLeaseName = "bind-operator.bind.unkin.net"
@@ -53,7 +56,8 @@ const chaosLeaseName = "bind-operator.bind.unkin.net"
 //
 //   - named killed (SIGKILL) in the primary, then in a secondary;
 //   - the primary's agent killed;
-//   - the operator's leader killed while 2,000 DNSRecords are created;
+//   - the operator's leader killed while DNSRecords are created (2,000;
+//     10,000 in `make bench`: -chaos-created);
 //   - a secondary cut off the network for 60 s, then restored: it catches
 //     up by IXFR (the transfer named logs carries the changes, not the
 //     zone);
@@ -475,26 +479,26 @@ func transfersSince(logs, zone string, since time.Time) []int {
 func (c *chaos) killOperatorWhileCreating(ctx context.Context, t *testing.T) chaosRow {
 	t.Helper()
 	var killedAfter time.Duration
-	row := c.run(ctx, t, fmt.Sprintf("the operator's leader killed while %d DNSRecords are created", chaosCreated), func() func() {
+	row := c.run(ctx, t, fmt.Sprintf("the operator's leader killed while %d DNSRecords are created", *chaosCreated), func() func() {
 		// The webhooks run in the operator's pods: a create in the moment
 		// one is gone is refused, and retried as a GitOps tool would.
 		var created atomic.Int64
 		done := make(chan error, 1)
 		begin := time.Now()
 		go func() {
-			done <- forEachRecord(ctx, chaosCreated, func(i int) error {
-				err := retryCreate(ctx, chaosRecord(c.a.Namespace, fmt.Sprintf("c-%04d", i), benchValue(i)))
+			done <- forEachRecord(ctx, *chaosCreated, func(i int) error {
+				err := retryCreate(ctx, chaosRecord(c.a.Namespace, fmt.Sprintf("c-%05d", i), benchValue(i)))
 				created.Add(1)
 				return err
 			})
 		}()
 		NewWithT(t).Eventually(created.Load).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(10*time.Millisecond).
-			Should(BeNumerically(">=", chaosCreated/4), "DNSRecords being created")
+			Should(BeNumerically(">=", *chaosCreated/4), "DNSRecords being created")
 		killedAfter = time.Since(begin)
 		c.killLeader(ctx, t)
 		testkit.Must(t, <-done)
-		for i := range chaosCreated {
-			c.want[fmt.Sprintf("c-%04d", i)] = benchValue(i)
+		for i := range *chaosCreated {
+			c.want[fmt.Sprintf("c-%05d", i)] = benchValue(i)
 		}
 		return nil
 	})
@@ -567,11 +571,11 @@ func operatorExits(ctx context.Context, t *testing.T) string {
 	return strings.Join(out, "; ")
 }
 
-// retryCreate creates r; an object that already exists was created by an
-// attempt whose answer was lost.
-func retryCreate(ctx context.Context, r *v1.DNSRecord) error {
-	return retryAPI(ctx, "creating DNSRecord "+r.Name, func() error {
-		return client.IgnoreAlreadyExists(env.Client.Create(ctx, r.DeepCopy()))
+// retryCreate creates obj; an object that already exists was created by
+// an attempt whose answer was lost.
+func retryCreate(ctx context.Context, obj client.Object) error {
+	return retryAPI(ctx, fmt.Sprintf("creating %T %s", obj, obj.GetName()), func() error {
+		return client.IgnoreAlreadyExists(env.Client.Create(ctx, obj.DeepCopyObject().(client.Object)))
 	})
 }
 

@@ -102,12 +102,30 @@ func managerImage(containers []corev1.Container) string {
 }
 
 // setOperatorImage replaces the operator's image, as `kubectl set image`
-// would, and waits until the Deployment has rolled out: every replica runs
-// the new image, is ready, and no replica of the old one is left.
+// would, and waits until the Deployment has rolled out.
 func setOperatorImage(ctx context.Context, t *testing.T, image string) {
 	t.Helper()
 	_, err := env.Kubectl(ctx, "", "-n", OperatorNamespace, "set", "image", "deployment/"+OperatorDeployment, "manager="+image)
 	testkit.Must(t, err)
+	awaitOperatorRollout(ctx, t, image, time.Time{})
+}
+
+// restartOperator replaces the operator's pods one by one (`kubectl
+// rollout restart`: the webhooks keep answering) and waits until only new
+// ones run.
+func restartOperator(ctx context.Context, t *testing.T) {
+	t.Helper()
+	before := time.Now().Truncate(time.Second)
+	_, err := env.Kubectl(ctx, "", "-n", OperatorNamespace, "rollout", "restart", "deployment/"+OperatorDeployment)
+	testkit.Must(t, err)
+	awaitOperatorRollout(ctx, t, operatorImage(ctx, t), before)
+}
+
+// awaitOperatorRollout waits until every replica of the operator's
+// Deployment runs image, is ready, was created at or after since, and no
+// other replica is left.
+func awaitOperatorRollout(ctx context.Context, t *testing.T, image string, since time.Time) {
+	t.Helper()
 	NewWithT(t).Eventually(func() error {
 		var dep appsv1.Deployment
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}, &dep); err != nil {
@@ -123,8 +141,8 @@ func setOperatorImage(ctx context.Context, t *testing.T, image string) {
 			return err
 		}
 		for _, p := range pods {
-			if p.DeletionTimestamp != nil || managerImage(p.Spec.Containers) != image {
-				return fmt.Errorf("pod %s (%s) still runs", p.Name, managerImage(p.Spec.Containers))
+			if p.DeletionTimestamp != nil || managerImage(p.Spec.Containers) != image || p.CreationTimestamp.Time.Before(since) {
+				return fmt.Errorf("pod %s (%s, created %s) still runs", p.Name, managerImage(p.Spec.Containers), p.CreationTimestamp)
 			}
 		}
 		if len(pods) != int(want) {
