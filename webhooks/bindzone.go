@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -201,8 +202,10 @@ func zoneNameTaken(ctx context.Context, f refs, cluster, view, zoneName, selfKin
 	taken := func(kind, name string) *field.Error {
 		return field.Duplicate(p, fmt.Sprintf("%s (already served on cluster %q by %s %q); a cluster serves each zone once, choose another name", zoneName, cluster, kind, name))
 	}
+	// Only the zones of that name: listing every zone made each admission
+	// O(zones in the namespace) on the API server.
 	var zones v1alpha1.BindZoneList
-	if f.list(ctx, &zones, warns) {
+	if f.list(ctx, &zones, warns, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(v1alpha1.BindZoneZoneNameField, zoneName)}) {
 		for _, o := range zones.Items {
 			if (selfKind == "BindZone" && o.Name == selfName) || o.Spec.ClusterRef.Name != cluster || string(o.Spec.ZoneName) != zoneName {
 				continue

@@ -63,7 +63,12 @@ func testWebhooks(t *testing.T, objs ...client.Object) *webhooks {
 		scheme := runtime.NewScheme()
 		NewWithT(t).Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
 		NewWithT(t).Expect(corev1.AddToScheme(scheme)).To(Succeed())
-		r = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+		// The API server filters BindZones by spec.zoneName (a selectable
+		// field of the CRD); the fake client needs it as an index.
+		r = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+			WithIndex(&v1alpha1.BindZone{}, v1alpha1.BindZoneZoneNameField, func(o client.Object) []string {
+				return []string{string(o.(*v1alpha1.BindZone).Spec.ZoneName)}
+			}).Build()
 	}
 	ws, err := newWebhooks(r, Options{Reader: r})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())

@@ -52,11 +52,11 @@ func missing(path, kind, name, ns string) string {
 }
 
 // list lists objects of the namespace; errors become warnings.
-func (f refs) list(ctx context.Context, l client.ObjectList, w *admission.Warnings) bool {
+func (f refs) list(ctx context.Context, l client.ObjectList, w *admission.Warnings, opts ...client.ListOption) bool {
 	if f.r == nil {
 		return false
 	}
-	if err := f.r.List(ctx, l, client.InNamespace(f.ns)); err != nil {
+	if err := f.r.List(ctx, l, append([]client.ListOption{client.InNamespace(f.ns)}, opts...)...); err != nil {
 		*w = append(*w, fmt.Sprintf("could not list %T to check for conflicts (%v); they were not checked", l, err))
 		return false
 	}

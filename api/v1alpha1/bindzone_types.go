@@ -346,9 +346,16 @@ type RejectedRecordSet struct {
 // spec.records and repairs declared data.
 const AnnotationResync = "bind.unkin.net/resync"
 
+// BindZoneZoneNameField is spec.zoneName as a field selector: the API
+// server filters BindZones by it (`kubectl get bindzones --field-selector
+// spec.zoneName=example.com`), so the webhook's "a cluster serves each zone
+// once" rule reads the zones of that name, not every zone of the namespace.
+const BindZoneZoneNameField = "spec.zoneName"
+
 // BindZone is a DNS zone served by a BindCluster.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:selectablefield:JSONPath=`.spec.zoneName`
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=bzone,categories=bind
 // +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.zoneName`
