@@ -19,6 +19,22 @@ import (
 // order from the API server is random; render sorts, so the order here does
 // not matter (the determinism tests shuffle it on purpose).
 func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+	return gather(ctx, c, cluster, nil, primaryAddress, controlKey, paths)
+}
+
+// gatherZoneInput collects what one zone's runtime clause needs: the
+// cluster's shared objects (views, catalogs, policies, and the ACLs, keys
+// and DNSSEC policies they or the zone name) and that zone alone. A
+// BindZone reconcile that gathered every zone of its cluster made
+// creating n zones cost O(n²): each reconcile copied all n out of the
+// cache (docs/behaviours.md, "Scale"). The checks across zones stay with
+// the BindCluster's render, which runs once per change.
+func gatherZoneInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+	return gather(ctx, c, cluster, zone, primaryAddress, controlKey, paths)
+}
+
+// gather is gatherInput, or gatherZoneInput when only is set.
+func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, only *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	ns := client.InNamespace(cluster.Namespace)
 	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, PrimaryPort: servicePort, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
 
@@ -31,13 +47,31 @@ func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.Bin
 			in.Views = append(in.Views, v)
 		}
 	}
-	var zones bindv1alpha1.BindZoneList
-	if err := c.List(ctx, &zones, ns); err != nil {
-		return in, err
+	// The namespace's zones, listed once and only when needed: for every
+	// zone of the cluster, or for the zones a forwarded-to cluster serves.
+	var nsZones []bindv1alpha1.BindZone
+	listed := false
+	namespaceZones := func() ([]bindv1alpha1.BindZone, error) {
+		if !listed {
+			var zones bindv1alpha1.BindZoneList
+			if err := c.List(ctx, &zones, ns); err != nil {
+				return nil, err
+			}
+			nsZones, listed = zones.Items, true
+		}
+		return nsZones, nil
 	}
-	for _, z := range zones.Items {
-		if z.Spec.ClusterRef.Name == cluster.Name && z.DeletionTimestamp == nil {
-			in.Zones = append(in.Zones, z)
+	if only != nil {
+		in.Zones = []bindv1alpha1.BindZone{*only}
+	} else {
+		zones, err := namespaceZones()
+		if err != nil {
+			return in, err
+		}
+		for _, z := range zones {
+			if z.Spec.ClusterRef.Name == cluster.Name && z.DeletionTimestamp == nil {
+				in.Zones = append(in.Zones, z)
+			}
 		}
 	}
 	var catalogs bindv1alpha1.BindCatalogZoneList
@@ -59,7 +93,7 @@ func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.Bin
 		}
 	}
 
-	forwardees, err := gatherForwardees(ctx, c, &in, zones.Items)
+	forwardees, err := gatherForwardees(ctx, c, &in, namespaceZones)
 	if err != nil {
 		return in, err
 	}
@@ -136,10 +170,14 @@ func forwardedClusters(fw []bindv1alpha1.Forwarder) []string {
 // cluster that does not exist, or whose query Service is not its own or
 // has no ClusterIP yet, is left out: render then says so, and the
 // BindCluster watches bring the config back once it is there.
-func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, namespaceZones []bindv1alpha1.BindZone) (map[string]render.Forwardee, error) {
+func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, namespaceZones func() ([]bindv1alpha1.BindZone, error)) (map[string]render.Forwardee, error) {
 	names := forwardTargets(in)
 	if len(names) == 0 {
 		return nil, nil
+	}
+	zones, err := namespaceZones()
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]render.Forwardee{}
 	for _, name := range names {
@@ -161,7 +199,7 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 			continue
 		}
 		f := render.Forwardee{Address: svc.Spec.ClusterIP, Zones: map[string][]string{}}
-		for _, z := range namespaceZones {
+		for _, z := range zones {
 			if z.Spec.ClusterRef.Name != name || z.DeletionTimestamp != nil || !z.Spec.IsPrimary() {
 				continue
 			}
