@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,18 +50,11 @@ func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindClus
 	}
 	// The namespace's zones, listed once and only when needed: for every
 	// zone of the cluster, or for the zones a forwarded-to cluster serves.
-	var nsZones []bindv1alpha1.BindZone
-	listed := false
-	namespaceZones := func() ([]bindv1alpha1.BindZone, error) {
-		if !listed {
-			var zones bindv1alpha1.BindZoneList
-			if err := c.List(ctx, &zones, ns); err != nil {
-				return nil, err
-			}
-			nsZones, listed = zones.Items, true
-		}
-		return nsZones, nil
-	}
+	namespaceZones := sync.OnceValues(func() ([]bindv1alpha1.BindZone, error) {
+		var zones bindv1alpha1.BindZoneList
+		err := c.List(ctx, &zones, ns)
+		return zones.Items, err
+	})
 	if only != nil {
 		in.Zones = []bindv1alpha1.BindZone{*only}
 	} else {
