@@ -73,8 +73,7 @@ func TestOperatorUpgradeRollsEachClusterOnce(t *testing.T) {
 		setOperatorImage(ctx, t, step.image)
 		t.Logf("%s: the operator's Deployment rolled out %s in %s", step.what, step.image, time.Since(began).Round(100*time.Millisecond))
 		for _, w := range watches {
-			w.rolledOnce(ctx, t, step.what)
-			w.stop()
+			w.rolledOnce(ctx, t, step.what) // stops its watch and query loop
 		}
 		for _, a := range clusters {
 			a.servedByAll(ctx, t, a.Catalog, a.Name+".upgrade.e2e.example")

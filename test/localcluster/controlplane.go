@@ -33,7 +33,6 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err := c.startAPIServer(ctx, etcd); err != nil {
 		return err
 	}
-	pkiFile := func(name string) string { return c.opts.path("pki", name) }
 
 	kcm, err := c.startDaemon("kube-controller-manager", c.opts.bin("kube-controller-manager"),
 		"--kubeconfig="+c.opts.path(kcmID.file),
@@ -45,9 +44,9 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--allocate-node-cidrs=true", "--cluster-cidr="+PodCIDR.String(),
 		"--node-cidr-mask-size="+strconv.Itoa(PodCIDR.Bits()),
 		"--service-cluster-ip-range="+ServiceCIDR.String(),
-		"--root-ca-file="+pkiFile("ca.crt"),
-		"--service-account-private-key-file="+pkiFile("sa.key"),
-		"--cluster-signing-cert-file="+pkiFile("ca.crt"), "--cluster-signing-key-file="+pkiFile("ca.key"),
+		"--root-ca-file="+c.pkiFile("ca.crt"),
+		"--service-account-private-key-file="+c.pkiFile("sa.key"),
+		"--cluster-signing-cert-file="+c.pkiFile("ca.crt"), "--cluster-signing-key-file="+c.pkiFile("ca.key"),
 		"--concurrent-statefulset-syncs=5",
 		"--v=1")
 	if err != nil {
@@ -71,24 +70,26 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	}, kcm, scheduler, c.apiserver)
 }
 
+// pkiFile is a file writePKI wrote.
+func (c *Cluster) pkiFile(name string) string { return c.opts.path("pki", name) }
+
 // startAPIServer runs the API server against the etcd at c.etcdURL and
 // waits until it is ready (or one of the watched daemons dies).
 func (c *Cluster) startAPIServer(ctx context.Context, watch ...*daemon) error {
-	pkiFile := func(name string) string { return c.opts.path("pki", name) }
 	apiserver, err := c.startDaemon("kube-apiserver", c.opts.bin("kube-apiserver"),
 		"--etcd-servers="+c.etcdURL,
 		"--bind-address="+NodeIP.String(), "--secure-port=6443", "--advertise-address="+NodeIP.String(),
 		"--service-cluster-ip-range="+ServiceCIDR.String(),
-		"--tls-cert-file="+pkiFile("apiserver.crt"), "--tls-private-key-file="+pkiFile("apiserver.key"),
-		"--client-ca-file="+pkiFile("ca.crt"),
-		"--kubelet-client-certificate="+pkiFile("apiserver-kubelet-client.crt"),
-		"--kubelet-client-key="+pkiFile("apiserver-kubelet-client.key"),
+		"--tls-cert-file="+c.pkiFile("apiserver.crt"), "--tls-private-key-file="+c.pkiFile("apiserver.key"),
+		"--client-ca-file="+c.pkiFile("ca.crt"),
+		"--kubelet-client-certificate="+c.pkiFile("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+c.pkiFile("apiserver-kubelet-client.key"),
 		// The kubelet serves a self-signed certificate; the node name does
 		// not resolve outside, so the API server dials the InternalIP.
 		"--kubelet-preferred-address-types=InternalIP",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+pkiFile("sa.pub"),
-		"--service-account-signing-key-file="+pkiFile("sa.key"),
+		"--service-account-key-file="+c.pkiFile("sa.pub"),
+		"--service-account-signing-key-file="+c.pkiFile("sa.key"),
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
 		"--allow-privileged=false",
