@@ -10,8 +10,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -44,6 +47,9 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return nil
 		})
 	}
+	zoneChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return zoneShapesConfig(e.ObjectOld.(*bindv1alpha1.BindZone), e.ObjectNew.(*bindv1alpha1.BindZone))
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindCluster{}).
 		Owns(&corev1.ConfigMap{}).
@@ -51,8 +57,8 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&bindv1alpha1.BindZone{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name })).
-		Watches(&bindv1alpha1.BindZone{}, forwarders(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name })).
+		Watches(&bindv1alpha1.BindZone{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name }), builder.WithPredicates(zoneChanged)).
+		Watches(&bindv1alpha1.BindZone{}, forwarders(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name }), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindCluster{}, forwarders(client.Object.GetName)).
 		Watches(&corev1.Service{}, forwarders(func(o client.Object) string { return o.GetLabels()[bindv1alpha1.LabelCluster] })).
 		Watches(&bindv1alpha1.BindView{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindView).Spec.ClusterRef.Name })).
@@ -76,6 +82,25 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 		})).
 		Complete(r)
+}
+
+// zoneShapesConfig tells whether a zone's update can change what its
+// cluster, or a cluster forwarding to it, renders: its spec, its deletion,
+// or the DS records a forwarding cluster trusts. The BindZone controller
+// writes a zone's status several times on its way to Ready and again with
+// every serial; each of those re-rendered the whole cluster, listing and
+// copying every zone, so n zones cost O(n²) and the renders took a core
+// while thousands of zones were created (docs/behaviours.md, "Scale").
+func zoneShapesConfig(o, n *bindv1alpha1.BindZone) bool {
+	return o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+		!slices.Equal(zoneDS(o), zoneDS(n))
+}
+
+func zoneDS(z *bindv1alpha1.BindZone) []string {
+	if z.Status.DNSSEC == nil {
+		return nil
+	}
+	return z.Status.DNSSEC.DS
 }
 
 func (r *BindClusterReconciler) clustersInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
