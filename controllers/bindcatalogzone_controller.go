@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -83,7 +82,7 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 	if err != nil {
 		return err
 	}
-	c, err := dnsclient.New(joinHostPort(addr, port), &key, dnsclient.Options{Timeout: 10 * time.Second, MaxTransferRecords: 4 * 10000})
+	c, err := dnsclient.New(joinHostPort(addr, port), &key, dnsclient.Options{Timeout: 10 * time.Second, MaxTransferRecords: 4 * maxCatalogMembers})
 	if err != nil {
 		return err
 	}
@@ -100,11 +99,8 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 		return fmt.Errorf("cannot transfer the catalog from the primary: %v", err)
 	}
 	members := catalogMembers(zone, rrs)
-	if len(members) > 10000 {
-		members = members[:10000]
-	}
-	status.Members = members
-	status.MemberCount = int32(len(members))
+	status.MemberCount = int32(len(members)) //nolint:gosec // bounded by MaxTransferRecords
+	status.Members = members[:min(len(members), bindv1alpha1.MaxCatalogMembersListed)]
 	status.Serial = nil
 	if len(rrs) > 0 {
 		if soa, ok := rrs[0].(*dns.SOA); ok {
@@ -166,16 +162,29 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 	return nil
 }
 
+// maxCatalogMembers bounds the catalog transfer the status is read from
+// (about two records per member): network input, even from our own
+// primary, is bounded.
+const maxCatalogMembers = 100000
+
+// memberSettle is how long a change to a member zone waits before the
+// catalog's status is refreshed; the changes within it are refreshed once.
+// Each refresh transfers the whole catalog, so refreshing on every member
+// event made creating n zones cost O(n²): thousands of transfers of a
+// catalog of thousands while they were created (docs/behaviours.md,
+// "Scale").
+const memberSettle = 2 * time.Second
+
 // SetupWithManager registers the reconciler; a change to a member zone
 // (its status included, which the BindZone controller updates after adding
-// the membership) refreshes the catalog's status.
+// the membership) refreshes the catalog's status within memberSettle.
 func (r *BindCatalogZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Endpoints == nil {
 		r.Endpoints = KubePods{Client: mgr.GetClient()}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindCatalogZone{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&bindv1alpha1.BindZone{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		Watches(&bindv1alpha1.BindZone{}, enqueueAfter(memberSettle, func(o client.Object) []reconcile.Request {
 			ref := o.(*bindv1alpha1.BindZone).Spec.CatalogZoneRef
 			if ref == nil {
 				return nil

@@ -35,6 +35,10 @@ type BindCatalogZoneSpec struct {
 	DefaultPrimaries []RemoteServer `json:"defaultPrimaries,omitempty"`
 }
 
+// MaxCatalogMembersListed is how many member names
+// BindCatalogZoneStatus.Members holds at most.
+const MaxCatalogMembersListed = 100
+
 // BindCatalogZoneStatus is the observed state of a BindCatalogZone.
 type BindCatalogZoneStatus struct {
 	// observedGeneration is the generation the status describes.
@@ -48,13 +52,16 @@ type BindCatalogZoneStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// members are the zone names in the catalog, sorted.
+	// members are the first 100 zone names in the catalog, sorted;
+	// memberCount counts them all. The list is bounded because it is
+	// rewritten on every change: a catalog of thousands of zones would
+	// send all of their names to the API server each time.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=10000
+	// +kubebuilder:validation:MaxItems=100
 	Members []string `json:"members,omitempty"`
 
-	// memberCount is the number of member zones.
+	// memberCount is the number of member zones in the catalog.
 	// +optional
 	MemberCount int32 `json:"memberCount,omitempty"`
 

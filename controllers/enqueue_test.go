@@ -1,0 +1,50 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// A burst of events for one request is reconciled once, after the settle
+// time, and not before; a moved reference refreshes the old target too.
+func TestEnqueueAfterCoalesces(t *testing.T) {
+	g := NewWithT(t)
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
+		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
+	defer q.ShutDown()
+	h := enqueueAfter(2*time.Second, func(o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: o.GetLabels()["catalog"]}}}
+	})
+	zone := func(catalog string) *bindv1alpha1.BindZone {
+		z := &bindv1alpha1.BindZone{}
+		z.Namespace, z.Labels = "ns", map[string]string{"catalog": catalog}
+		return z
+	}
+	ctx := context.Background()
+	for range 3 {
+		h.Create(ctx, event.CreateEvent{Object: zone("a")}, q)
+	}
+	h.Update(ctx, event.UpdateEvent{ObjectOld: zone("a"), ObjectNew: zone("b")}, q)
+	g.Consistently(q.Len).WithTimeout(100*time.Millisecond).Should(BeZero(), "nothing before the settle time")
+
+	clock.Step(2 * time.Second)
+	g.Eventually(q.Len).Should(Equal(2), "one request per catalog")
+	got := map[string]bool{}
+	for range 2 {
+		req, _ := q.Get()
+		got[req.Name] = true
+		q.Done(req)
+	}
+	g.Expect(got).To(Equal(map[string]bool{"a": true, "b": true}))
+}
