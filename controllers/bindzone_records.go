@@ -150,7 +150,7 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 			// whole batch stopped, report it and retry.
 			var rc *dnsclient.RcodeError
 			if errors.As(transport, &rc) {
-				return &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone's updates with %s: %v", rc.RcodeName(), transport)), 30 * time.Second}
+				return primaryRefused("updates", rc, transport)
 			}
 			return &problem{bindv1alpha1.ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("the updates did not reach the primary: %v", transport)), 10 * time.Second}
 		}
@@ -226,7 +226,7 @@ func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget, keep fun
 	if err != nil {
 		var rc *dnsclient.RcodeError
 		if errors.As(err, &rc) {
-			return nil, &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone transfer with %s: %v", rc.RcodeName(), err)), 30 * time.Second}
+			return nil, primaryRefused("transfer", rc, err)
 		}
 		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("cannot transfer the zone from the primary: %v", err)), 10 * time.Second}
 	}
@@ -248,4 +248,24 @@ func setDigest(ttl uint32, values []string) string {
 		h.Write([]byte(v))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// zoneNotLoadedRetry is how soon a zone whose primary answers SERVFAIL is
+// reconciled again. rndc addzone returns before named has loaded the zone
+// (the load runs on named's tasks), so the transfer or UPDATE that follows
+// an add can find it not loaded yet: about one zone in ten while 2,000
+// zones were added to one cluster at once. Reported as a refusal, each of
+// those waited 30 s.
+const zoneNotLoadedRetry = 2 * time.Second
+
+// primaryRefused is the problem for a zone transfer or UPDATE (what) that
+// the primary answered with an error rcode: SERVFAIL means named has not
+// loaded the zone (yet, or its data is broken) and is retried soon; the
+// others (NOTAUTH, REFUSED: keys and ACLs) need a change and are retried
+// slowly.
+func primaryRefused(what string, rc *dnsclient.RcodeError, err error) *problem {
+	if rc.Rcode == dns.RcodeServerFailure {
+		return &problem{bindv1alpha1.ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("the primary answered the zone's %s with SERVFAIL: it has not loaded the zone (yet): %v", what, err)), zoneNotLoadedRetry}
+	}
+	return &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("the primary refused the zone's %s with %s: %v", what, rc.RcodeName(), err)), 30 * time.Second}
 }

@@ -29,8 +29,9 @@ func TestDriftCheckHoldsOnlyTheSetsItChecks(t *testing.T) {
 	xfr := bindtest.NewKey("xfr", "hmac-sha256")
 	srv := bindtest.Start(t, bindtest.Options{
 		Keys:   []bindtest.Key{xfr},
-		Files:  map[string]string{"big.db": zf.String()},
-		Config: `zone "big.test" { type primary; file "big.db"; allow-transfer { key "xfr"; }; };`,
+		Files:  map[string]string{"big.db": zf.String(), "broken.db": "this is not a zone file\n"},
+		Config: `zone "big.test" { type primary; file "big.db"; allow-transfer { key "xfr"; }; };
+zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr"; }; };`,
 	})
 	key, err := dnsclient.NewKey(xfr.Name, xfr.Algorithm, xfr.Secret)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -53,4 +54,14 @@ func TestDriftCheckHoldsOnlyTheSetsItChecks(t *testing.T) {
 	var p *problem
 	g.Expect(errors.As(err, &p)).To(BeTrue(), "%v", err)
 	g.Expect(p.reason).To(Equal(bindv1alpha1.ReasonRecordsRefused), p.msg)
+
+	// A zone named has not loaded answers SERVFAIL: not a refusal, the
+	// primary is not ready for it yet, and it is looked at again soon.
+	tgt.srv.Key = key
+	tgt.zoneName = "broken.test."
+	_, err = r.served(context.Background(), tgt, func(setKey) bool { return true })
+	g.Expect(errors.As(err, &p)).To(BeTrue(), "%v", err)
+	g.Expect(p.reason).To(Equal(bindv1alpha1.ReasonPrimaryNotReady), p.msg)
+	g.Expect(p.requeue).To(Equal(zoneNotLoadedRetry), p.msg)
+	g.Expect(p.msg).To(ContainSubstring("SERVFAIL"))
 }
