@@ -39,6 +39,7 @@ func TestInClusterZonesBench(t *testing.T) {
 	a.create(ctx, t)
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
 	ips := a.servedByAll(ctx, t, a.Catalog)
+	enableOperatorPprof(ctx, t)
 	restartOperator(ctx, t)
 
 	cfg := env.Cluster.Config()
@@ -51,6 +52,7 @@ func TestInClusterZonesBench(t *testing.T) {
 		return retryCreate(ctx, a.catalogZone(fmt.Sprintf("z%05d", i), zoneName(i), ""))
 	}))
 	created := time.Since(start)
+	defer profileLeader(ctx, t, fmt.Sprintf("zones-%d-ready", n), 30*time.Second)()
 	NewWithT(t).Eventually(func() (int, error) { return notReadyZones(ctx, c, ns) }).
 		WithContext(ctx).WithTimeout(40*time.Minute).WithPolling(5*time.Second).Should(BeZero(), "BindZones not Ready")
 	ready := time.Since(start)

@@ -599,6 +599,14 @@ func retryAPI(ctx context.Context, what string, f func() error) error {
 // killLeader SIGKILLs the manager process of the operator pod that holds
 // the leader-election Lease.
 func (c *chaos) killLeader(ctx context.Context, t *testing.T) {
+	leader := leaderPod(ctx, t)
+	killProcess(ctx, t, string(leader.UID), "bind-operator", leader.Name)
+	t.Logf("killed the operator's leader %s", leader.Name)
+}
+
+// leaderPod is the operator pod that holds the leader-election Lease.
+func leaderPod(ctx context.Context, t *testing.T) corev1.Pod {
+	t.Helper()
 	var lease coordinationv1.Lease
 	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: chaosLeaseName}, &lease))
 	holder, _, _ := strings.Cut(ptr.Deref(lease.Spec.HolderIdentity, ""), "_")
@@ -608,8 +616,7 @@ func (c *chaos) killLeader(ctx context.Context, t *testing.T) {
 	if i < 0 {
 		t.Fatalf("the Lease names %q, which is not an operator pod", holder)
 	}
-	killProcess(ctx, t, string(pods[i].UID), "bind-operator", holder)
-	t.Logf("killed the operator's leader %s", holder)
+	return pods[i]
 }
 
 // losePrimaryVolume deletes the primary's PersistentVolumeClaim and then

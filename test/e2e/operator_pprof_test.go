@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"git.unkin.net/unkin/bind-operator/test/testkit"
+)
+
+// operatorPprof is where the benchmarks save the operator leader's
+// profiles while they run; empty (the default) turns the endpoint off.
+var operatorPprof = flag.String("operator-pprof", "", "a folder: the benchmarks start the manager with its pprof endpoint and save the leader's CPU profile and goroutines there while they run")
+
+const operatorPprofPort = "8082"
+
+// enableOperatorPprof adds --pprof-bind-address to the manager's
+// arguments when -operator-pprof is set; the caller restarts the operator.
+// The endpoint is unauthenticated, so it is only ever on in a test cluster.
+func enableOperatorPprof(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if *operatorPprof == "" {
+		return
+	}
+	_, err := env.Kubectl(ctx, "", "-n", OperatorNamespace, "patch", "deployment/"+OperatorDeployment, "--type=json", "-p",
+		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--pprof-bind-address=:`+operatorPprofPort+`"}]`)
+	testkit.Must(t, err)
+}
+
+// profileLeader saves, in the -operator-pprof folder, a CPU profile of
+// the operator's leader over d and its goroutines at the start and the
+// end, named after what. It runs in the background; the returned function
+// waits for it. Failures are logged, not fatal: a profile is an aid.
+func profileLeader(ctx context.Context, t *testing.T, what string, d time.Duration) (wait func()) {
+	if *operatorPprof == "" {
+		return func() {}
+	}
+	leader := leaderPod(ctx, t)
+	base := "http://" + net.JoinHostPort(leader.Status.PodIP, operatorPprofPort) + "/debug/pprof/"
+	save := func(path, file string, timeout time.Duration) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := fetchTo(ctx, base+path, filepath.Join(*operatorPprof, what+"-"+file)); err != nil {
+			t.Logf("operator pprof %s: %v", path, err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		save("goroutine?debug=1", "goroutines-start.txt", 30*time.Second)
+		save(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), "cpu.pprof", d+30*time.Second)
+		save("goroutine?debug=1", "goroutines-end.txt", 30*time.Second)
+		save("heap", "heap.pprof", 30*time.Second)
+	}()
+	t.Logf("profiling the operator's leader %s for %s into %s", leader.Name, d, *operatorPprof)
+	return func() { <-done }
+}
+
+func fetchTo(ctx context.Context, url, file string) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = res.Body.Close() }()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, res.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, io.LimitReader(res.Body, 256<<20)); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
