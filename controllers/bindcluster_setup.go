@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +58,12 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&bindv1alpha1.BindZone{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name }), builder.WithPredicates(zoneChanged)).
+		// A burst of zone changes (thousands of zones applied at once)
+		// re-renders once per zoneSettle, not once per zone: each render
+		// lists and copies every zone of the cluster.
+		Watches(&bindv1alpha1.BindZone{}, enqueueAfter(zoneSettle, func(o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name}}}
+		}), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindZone{}, forwarders(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name }), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindCluster{}, forwarders(client.Object.GetName)).
 		Watches(&corev1.Service{}, forwarders(func(o client.Object) string { return o.GetLabels()[bindv1alpha1.LabelCluster] })).
@@ -83,6 +89,10 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		Complete(r)
 }
+
+// zoneSettle is how long a zone change waits before its cluster is
+// rendered again; the changes within it are rendered once.
+const zoneSettle = time.Second
 
 // zoneShapesConfig tells whether a zone's update can change what its
 // cluster, or a cluster forwarding to it, renders: its spec, its deletion,
