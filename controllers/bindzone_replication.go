@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -114,6 +115,7 @@ func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	if !behind {
 		r.state.forget(req.NamespacedName)
+		r.reportCaughtUp(&zone)
 		return ctrl.Result{}, nil
 	}
 	stuck := stuckSecondaries(serial, r.state.previous(req.NamespacedName), now)
@@ -193,6 +195,27 @@ func (s *replication) previous(zone types.NamespacedName) map[string]int64 {
 	return nil
 }
 
+// reportCaughtUp hands a zone whose Ready still says Replicating to the
+// BindZone controller, which reports it Served. A full channel drops it:
+// the zone's own recheck (replicatingRecheck) comes anyway.
+func (r replicationReconciler) reportCaughtUp(zone *bindv1alpha1.BindZone) {
+	if readyReason(zone) != bindv1alpha1.ReasonReplicating || r.caughtUp == nil {
+		return
+	}
+	select {
+	case r.caughtUp <- event.GenericEvent{Object: zone}:
+	default:
+	}
+}
+
+// readyReason is the reason of a zone's Ready condition, "" without one.
+func readyReason(zone *bindv1alpha1.BindZone) string {
+	if c := meta.FindStatusCondition(zone.Status.Conditions, bindv1alpha1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
 // looked records a look (now: the secondaries' serials, nil when the
 // primary did not answer) and returns when to look again:
 // replicationMinGap while the secondaries move, doubling up to
@@ -242,8 +265,15 @@ var recordApplied = predicate.Funcs{
 // when a DNSRecord applied or removed data and when the zone's spec
 // changed, then until its secondaries serve the primary's serial.
 func (r *BindZoneReconciler) setupReplication(mgr ctrl.Manager) error {
+	// A zone that starts Replicating is looked at then too: the look its
+	// spec change triggered may have come before the primary served the
+	// new serial, and only a look reports it caught up (reportCaughtUp).
+	startsReplicating := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return readyReason(e.ObjectNew.(*bindv1alpha1.BindZone)) == bindv1alpha1.ReasonReplicating &&
+			readyReason(e.ObjectOld.(*bindv1alpha1.BindZone)) != bindv1alpha1.ReasonReplicating
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&bindv1alpha1.BindZone{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&bindv1alpha1.BindZone{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, startsReplicating))).
 		Watches(&bindv1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
 		}), builder.WithPredicates(recordApplied)).
