@@ -28,8 +28,8 @@ func TestDriftCheckHoldsOnlyTheSetsItChecks(t *testing.T) {
 	zf.WriteString("www 600 IN A 198.18.200.2\nwww 600 IN A 198.18.200.1\nmail IN TXT \"v=spf1 -all\"\n")
 	xfr := bindtest.NewKey("xfr", "hmac-sha256")
 	srv := bindtest.Start(t, bindtest.Options{
-		Keys:   []bindtest.Key{xfr},
-		Files:  map[string]string{"big.db": zf.String(), "broken.db": "this is not a zone file\n"},
+		Keys:  []bindtest.Key{xfr},
+		Files: map[string]string{"big.db": zf.String(), "broken.db": "this is not a zone file\n"},
 		Config: `zone "big.test" { type primary; file "big.db"; allow-transfer { key "xfr"; }; };
 zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr"; }; };`,
 	})
