@@ -27,11 +27,16 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("bind-operator")
 	}
-	byClusterRef := func(ref func(client.Object) string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	clusterOf := func(ref func(client.Object) string) func(client.Object) []reconcile.Request {
+		return func(o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref(o)}}}
-		})
+		}
 	}
+	byClusterRef := func(ref func(client.Object) string) handler.EventHandler {
+		toCluster := clusterOf(ref)
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request { return toCluster(o) })
+	}
+	zoneCluster := func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name }
 	allInNamespace := handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &bindv1alpha1.BindZone{}, indexZoneForwardsTo, func(o client.Object) []string {
 		return forwardedClusters(o.(*bindv1alpha1.BindZone).Spec.Forwarders)
@@ -61,10 +66,8 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A burst of zone changes (thousands of zones applied at once)
 		// re-renders once per zoneSettle, not once per zone: each render
 		// lists and copies every zone of the cluster.
-		Watches(&bindv1alpha1.BindZone{}, enqueueAfter(zoneSettle, func(o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name}}}
-		}), builder.WithPredicates(zoneChanged)).
-		Watches(&bindv1alpha1.BindZone{}, forwarders(func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name }), builder.WithPredicates(zoneChanged)).
+		Watches(&bindv1alpha1.BindZone{}, enqueueAfter(zoneSettle, clusterOf(zoneCluster)), builder.WithPredicates(zoneChanged)).
+		Watches(&bindv1alpha1.BindZone{}, forwarders(zoneCluster), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindCluster{}, forwarders(client.Object.GetName)).
 		Watches(&corev1.Service{}, forwarders(func(o client.Object) string { return o.GetLabels()[bindv1alpha1.LabelCluster] })).
 		Watches(&bindv1alpha1.BindView{}, byClusterRef(func(o client.Object) string { return o.(*bindv1alpha1.BindView).Spec.ClusterRef.Name })).

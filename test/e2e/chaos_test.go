@@ -47,8 +47,8 @@ const (
 // keeps the default, which exercises the same path in a quarter of the time.
 var chaosCreated = flag.Int("chaos-created", 2000, "DNSRecords TestChaos creates while it kills the operator's leader")
 
-// chaosLeaseName is the operator's leader-election Lease (cmd/manager.go).
-const chaosLeaseName = "bind-operator.bind.unkin.net"
+// leaderLeaseName is the operator's leader-election Lease (cmd/manager.go).
+const leaderLeaseName = "bind-operator.bind.unkin.net"
 
 // TestChaos (issue 15 item 7) breaks one thing at a time in a 3-replica
 // BindCluster on the real node while DNSRecords change through the API
@@ -608,7 +608,7 @@ func (c *chaos) killLeader(ctx context.Context, t *testing.T) {
 func leaderPod(ctx context.Context, t *testing.T) corev1.Pod {
 	t.Helper()
 	var lease coordinationv1.Lease
-	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: chaosLeaseName}, &lease))
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: leaderLeaseName}, &lease))
 	holder, _, _ := strings.Cut(ptr.Deref(lease.Spec.HolderIdentity, ""), "_")
 	pods, err := env.OperatorPods(ctx)
 	testkit.Must(t, err)
