@@ -137,7 +137,7 @@ func installRBAC(c client.Client) error {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: serviceAccount, Namespace: operatorNamespace}},
 	}
-	for _, file := range []string{"role.yaml", "role_binding.yaml"} {
+	for _, file := range []string{"role.yaml", "role_binding.yaml", "metrics_auth_role.yaml", "metrics_auth_role_binding.yaml", "metrics_reader_role.yaml"} {
 		raw, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			return err
