@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -41,6 +42,12 @@ import (
 // did not change: a primary that lost its data volume under the same
 // address learns them back.
 const ownersResync = 10 * time.Minute
+
+// ownersSettle gathers the DNSRecord changes of one second into one push.
+// Each push lists and sorts every owned set of the zone: pushed per
+// record, 10,000 records created in a row cost O(n²), the third of the
+// manager's allocations in the records bench (issue 15, item 4).
+const ownersSettle = time.Second
 
 // zoneOwners sends each guarded zone's owned record sets to its primary's
 // agent, skipping a push that would repeat the last one to the same agent.
@@ -192,7 +199,7 @@ func (o *zoneOwners) ownedSets(ctx context.Context, zone *bindv1alpha1.BindZone)
 		sets = append(sets, s)
 	}
 	slices.SortFunc(sets, func(a, b agent.OwnedSet) int {
-		return strings.Compare(a.Name+" "+a.Type, b.Name+" "+b.Type)
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Type, b.Type))
 	})
 	return sets, nil
 }
@@ -231,7 +238,7 @@ var recordOwnsOtherSets = predicate.Funcs{
 func (r *BindZoneReconciler) setupOwners(mgr ctrl.Manager, zonesOf func(ctx context.Context, namespace, cluster string) []reconcile.Request, podsChanged predicate.Funcs) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindZone{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&bindv1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		Watches(&bindv1alpha1.DNSRecord{}, enqueueAfter(ownersSettle, func(o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
 		}), builder.WithPredicates(recordOwnsOtherSets)).
 		Watches(&bindv1alpha1.BindCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
