@@ -253,7 +253,9 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	zonesOf := func(ctx context.Context, namespace, cluster string) []reconcile.Request {
 		var list bindv1alpha1.BindZoneList
-		if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{indexZoneCluster: cluster}); err != nil {
+		// Only the keys are read: a pod event of a cluster with 10,000
+		// zones does not copy them all.
+		if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{indexZoneCluster: cluster}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(list.Items))

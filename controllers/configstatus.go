@@ -141,7 +141,9 @@ func (r *ConfigStatusReconciler) ready(ctx context.Context, obj metav1.Object, c
 
 func (r *ConfigStatusReconciler) zones(ctx context.Context, namespace string) ([]bindv1alpha1.BindZone, error) {
 	var l bindv1alpha1.BindZoneList
-	if err := r.Client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
+	// The callers only count and compare references: the cache's own
+	// objects, not a copy of every zone of the namespace per status.
+	if err := r.Client.List(ctx, &l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	return l.Items, nil

@@ -383,7 +383,8 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	enqueue := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 		var list bindv1alpha1.DNSRecordList
-		if err := r.Client.List(ctx, &list, opts...); err != nil {
+		// Only the keys are read: no copy of every record of the zone.
+		if err := r.Client.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(list.Items))
