@@ -49,6 +49,10 @@ const (
 func TestInClusterBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	if *operatorPprof != "" {
+		enableOperatorPprof(ctx, t)
+		restartOperator(ctx, t)
+	}
 	ns := newNamespace(ctx, t, "e2e-bench")
 	a := authoritative{Namespace: ns, Name: "bench", Replicas: 3, Catalog: "catalog.bench.internal"}
 	a.create(ctx, t)
@@ -123,7 +127,10 @@ func TestInClusterBench(t *testing.T) {
 	rows = append(rows, benchRow{"operator: BindPolicy rule edit via the API server", fmt.Sprintf("edit → enforced by both resolver pods (%d edits)", benchChanges), policyLat.summary(), rolls})
 
 	rawBulk := benchRawBulk(ctx, t, ips, rawZone, transfer)
+	// The heap profile is taken 20 s into the creates, near the peak.
+	profiled := profileLeader(ctx, t, fmt.Sprintf("records-%d", benchRecords), 20*time.Second)
 	opBulk := benchOperatorBulk(ctx, t, c, own, ns, ips, opZone, transfer)
+	profiled()
 	rate := func(d time.Duration) float64 { return benchRecords / d.Seconds() }
 	rows = append(rows,
 		benchRow{fmt.Sprintf("raw: %d signed UPDATEs of %d to the primary pod", benchRecords/benchBatch, benchBatch), fmt.Sprintf("%d records served by the primary", benchRecords),
