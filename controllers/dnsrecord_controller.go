@@ -381,26 +381,11 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := recordindex.Register(context.Background(), indexer); err != nil {
 		return err
 	}
-	enqueue := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
-		var list bindv1alpha1.DNSRecordList
-		// Only the keys are read: no copy of every record of the zone.
-		if err := r.Client.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, rec := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rec)})
-		}
-		return reqs
-	}
 	recordsOfZone := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return enqueue(ctx, client.MatchingFields{indexRecordZone: client.ObjectKeyFromObject(o).String()})
+		return recordRequests(ctx, r.Client, client.MatchingFields{indexRecordZone: client.ObjectKeyFromObject(o).String()})
 	})
-	// When a record goes, the one that lost the claim to it takes over
-	// (the records of its name are looked at; the others of another type
-	// find nothing changed).
 	rivals := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return enqueue(ctx, client.MatchingFields{recordindex.ByZoneName: recordindex.Of(o.(*bindv1alpha1.DNSRecord))})
+		return rivalsOf(ctx, r.Client, o.(*bindv1alpha1.DNSRecord))
 	})
 	// A record's own status writes are not a reason to look at it again
 	// (each was one more DNS query per record); the spec, the resync
@@ -420,6 +405,34 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("dnsrecord").
 		Complete(r)
+}
+
+// recordRequests are the requests of the DNSRecords opts select.
+func recordRequests(ctx context.Context, c client.Reader, opts ...client.ListOption) []reconcile.Request {
+	var list bindv1alpha1.DNSRecordList
+	// Only the keys are read: no copy of every record of the zone.
+	if err := c.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, rec := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rec)})
+	}
+	return reqs
+}
+
+// rivalsOf maps a record being deleted to the other records of its zone
+// at its name: the one that lost the claim to it takes over (those of
+// another type find nothing changed). Not the record itself: its own
+// watch has it already, and a second reconcile queued behind the first
+// could read the cache before the finalizer's removal reached it and
+// delete the data again. That delete's prerequisite fails, and the UPDATE
+// batch it rides in is bisected: about 2×log2(batch) messages, one after
+// the other, instead of one.
+func rivalsOf(ctx context.Context, c client.Reader, rec *bindv1alpha1.DNSRecord) []reconcile.Request {
+	self := client.ObjectKeyFromObject(rec)
+	return slices.DeleteFunc(recordRequests(ctx, c, client.MatchingFields{recordindex.ByZoneName: recordindex.Of(rec)}),
+		func(q reconcile.Request) bool { return q.NamespacedName == self })
 }
 
 // zoneMattersToRecords tells whether a zone's update concerns its
