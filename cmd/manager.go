@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	uberzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -127,7 +129,7 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts), zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core { return lazyFields{c} }))))
 	setupLog := ctrl.Log.WithName("setup")
 	podCIDRs, err := parsePrefixes(o.podCIDRs)
 	if err != nil {
