@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,17 +31,9 @@ type apiCounts map[string]float64
 
 func apiServerRequests(ctx context.Context, t *testing.T, resource string) apiCounts {
 	t.Helper()
-	raw, err := env.Cluster.Client().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	testkit.Must(t, err)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
-	testkit.Must(t, err)
 	out := apiCounts{}
-	for _, m := range fams["apiserver_request_total"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
+	for _, m := range apiServerMetrics(ctx, t)["apiserver_request_total"].GetMetric() {
+		l := metricLabels(m)
 		if l["resource"] != resource {
 			continue
 		}
@@ -51,6 +44,26 @@ func apiServerRequests(ctx context.Context, t *testing.T, resource string) apiCo
 		out[k] += m.GetCounter().GetValue()
 	}
 	return out
+}
+
+// apiServerMetrics are the API server's metrics now, by family name.
+func apiServerMetrics(ctx context.Context, t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	raw, err := env.Cluster.Client().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	testkit.Must(t, err)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	testkit.Must(t, err)
+	return fams
+}
+
+// metricLabels are a sample's labels by name.
+func metricLabels(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
 }
 
 // minus is a − b by key.
