@@ -156,6 +156,7 @@ func TestInClusterBench(t *testing.T) {
 	// Leave a quiet machine to the tests that follow: 10,000 DNSRecords
 	// would otherwise keep the operator busy with their drift checks.
 	start := time.Now()
+	profiledDelete := profileLeader(ctx, t, fmt.Sprintf("records-%d-delete", benchRecords), 20*time.Second)
 	// One DELETE per record from 32 clients: a single deletecollection of
 	// 10,000 objects outlasts the API server's request timeout here.
 	testkit.Must(t, forEachRecord(ctx, benchRecords, func(i int) error {
@@ -169,6 +170,7 @@ func TestInClusterBench(t *testing.T) {
 		return len(l.Items), err
 	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeZero(), "deleted DNSRecords still there")
 	deleted := time.Since(start)
+	profiledDelete()
 	t.Logf("cleanup: %d DNSRecords deleted (their data removed from the zone) in %s", benchRecords, deleted.Round(time.Millisecond))
 	printBenchGoals(t, []benchGoal{
 		{"DNSRecords reach every secondary at ≥ 80% of the rate the API server and webhooks admit them",
