@@ -21,6 +21,23 @@ var operatorPprof = flag.String("operator-pprof", "", "a folder: the benchmarks 
 
 const operatorPprofPort = "8082"
 
+// operatorGoMemLimit is a GOMEMLIMIT the records bench gives the manager,
+// to measure what bounding its memory costs (docs/behaviours.md, "the
+// manager's memory"); empty (the default) runs it as shipped.
+var operatorGoMemLimit = flag.String("operator-gomemlimit", "", "a GOMEMLIMIT (such as 64MiB) TestInClusterBench sets on the manager before it measures")
+
+// setOperatorGoMemLimit sets -operator-gomemlimit on the manager's
+// Deployment, which rolls it; the caller waits for the rollout.
+func setOperatorGoMemLimit(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if *operatorGoMemLimit == "" {
+		return
+	}
+	_, err := env.Kubectl(ctx, "", "-n", OperatorNamespace, "set", "env", "deployment/"+OperatorDeployment, "GOMEMLIMIT="+*operatorGoMemLimit)
+	testkit.Must(t, err)
+	t.Logf("the manager runs with GOMEMLIMIT=%s", *operatorGoMemLimit)
+}
+
 // enableOperatorPprof adds --pprof-bind-address to the manager's
 // arguments when -operator-pprof is set; the caller restarts the operator.
 // The endpoint is unauthenticated, so it is only ever on in a test cluster.
