@@ -2,9 +2,12 @@ package controllers
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -41,3 +44,55 @@ func enqueueAfter(settle time.Duration, fn func(client.Object) []reconcile.Reque
 		},
 	}
 }
+
+// enqueueThrottled is enqueueAfter with a leading edge: the first event
+// for a request is reconciled at once and opens a window; the events for
+// it within the window are reconciled together when the window ends. For
+// reconciles that cost O(n) in the watched objects and that a single
+// change should not wait for. Each request costs an entry until an event
+// after its window ends (entries of windows long past are dropped once
+// there are many).
+func enqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(client.Object) []reconcile.Request) handler.EventHandler {
+	var mu sync.Mutex
+	open := map[reconcile.Request]time.Time{} // when the request's window ends
+	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		for _, o := range objs {
+			for _, req := range fn(o) {
+				now := clk.Now()
+				mu.Lock()
+				end, inWindow := open[req]
+				inWindow = inWindow && now.Before(end)
+				if !inWindow {
+					open[req] = now.Add(window)
+					if len(open) > throttledEntries {
+						maps.DeleteFunc(open, func(_ reconcile.Request, end time.Time) bool { return !now.Before(end) })
+					}
+				}
+				mu.Unlock()
+				if inWindow {
+					q.AddAfter(req, end.Sub(now))
+				} else {
+					q.Add(req)
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+	}
+}
+
+// throttledEntries is how many open windows enqueueThrottled keeps before
+// it drops the ended ones.
+const throttledEntries = 1024

@@ -48,3 +48,40 @@ func TestEnqueueAfterCoalesces(t *testing.T) {
 	}
 	g.Expect(got).To(Equal(map[string]bool{"a": true, "b": true}))
 }
+
+// The first event for a request is reconciled at once; the ones within
+// its window once, when the window ends; an event after the window is
+// reconciled at once again.
+func TestEnqueueThrottledLeadsThenCoalesces(t *testing.T) {
+	g := NewWithT(t)
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
+		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
+	defer q.ShutDown()
+	h := enqueueThrottled(time.Second, clock, func(o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "zone"}}}
+	})
+	ctx := context.Background()
+	record := &bindv1alpha1.DNSRecord{}
+	take := func(what string) {
+		t.Helper()
+		g.Eventually(q.Len).Should(Equal(1), what)
+		req, _ := q.Get()
+		q.Done(req)
+	}
+
+	h.Create(ctx, event.CreateEvent{Object: record}, q)
+	take("the first event, at once")
+	for range 3 {
+		clock.Step(100 * time.Millisecond)
+		h.Create(ctx, event.CreateEvent{Object: record}, q)
+	}
+	g.Consistently(q.Len).WithTimeout(100*time.Millisecond).Should(BeZero(), "nothing more within the window")
+	clock.Step(700 * time.Millisecond)
+	take("the window's events, once, when it ends")
+	g.Consistently(q.Len).WithTimeout(100*time.Millisecond).Should(BeZero())
+
+	clock.Step(5 * time.Second)
+	h.Delete(ctx, event.DeleteEvent{Object: record}, q)
+	take("an event after the window, at once")
+}
