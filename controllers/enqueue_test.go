@@ -79,7 +79,7 @@ func TestEnqueueThrottledLeadsThenCoalesces(t *testing.T) {
 	g.Consistently(q.Len).WithTimeout(100*time.Millisecond).Should(BeZero(), "nothing more within the window")
 	clock.Step(700 * time.Millisecond)
 	take("the window's events, once, when it ends")
-	g.Consistently(q.Len).WithTimeout(100*time.Millisecond).Should(BeZero())
+	g.Consistently(q.Len).WithTimeout(100 * time.Millisecond).Should(BeZero())
 
 	clock.Step(5 * time.Second)
 	h.Delete(ctx, event.DeleteEvent{Object: record}, q)
