@@ -49,12 +49,14 @@ func enqueueAfter(settle time.Duration, fn func(client.Object) []reconcile.Reque
 // for a request is reconciled at once and opens a window; the events for
 // it within the window are reconciled together when the window ends. For
 // reconciles that cost O(n) in the watched objects and that a single
-// change should not wait for. Each request costs an entry until an event
-// after its window ends (entries of windows long past are dropped once
-// there are many).
+// change should not wait for. Each request keeps an entry until its
+// window has ended and the entries have grown enough to be swept.
 func enqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(client.Object) []reconcile.Request) handler.EventHandler {
 	var mu sync.Mutex
 	open := map[reconcile.Request]time.Time{} // when the request's window ends
+	// prune is the size at which the ended windows are dropped; it grows
+	// with what stays open, so dropping costs O(1) per event amortised.
+	prune := throttledEntries
 	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		for _, o := range objs {
 			for _, req := range fn(o) {
@@ -64,8 +66,9 @@ func enqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(clie
 				inWindow = inWindow && now.Before(end)
 				if !inWindow {
 					open[req] = now.Add(window)
-					if len(open) > throttledEntries {
+					if len(open) > prune {
 						maps.DeleteFunc(open, func(_ reconcile.Request, end time.Time) bool { return !now.Before(end) })
+						prune = max(throttledEntries, 2*len(open))
 					}
 				}
 				mu.Unlock()
@@ -93,6 +96,6 @@ func enqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(clie
 	}
 }
 
-// throttledEntries is how many open windows enqueueThrottled keeps before
-// it drops the ended ones.
+// throttledEntries is how many windows enqueueThrottled keeps at least
+// before it drops the ended ones.
 const throttledEntries = 1024
