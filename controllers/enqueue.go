@@ -29,20 +29,7 @@ func enqueueAfter(settle time.Duration, fn func(client.Object) []reconcile.Reque
 			}
 		}
 	}
-	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.Object)
-		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.Object)
-		},
-		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.Object)
-		},
-	}
+	return eachObject(add)
 }
 
 // enqueueThrottled is enqueueAfter with a leading edge: the first event
@@ -80,6 +67,16 @@ func enqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(clie
 			}
 		}
 	}
+	return eachObject(add)
+}
+
+// throttledEntries is how many windows enqueueThrottled keeps at least
+// before it drops the ended ones.
+const throttledEntries = 1024
+
+// eachObject is a handler that gives add the object of every event, and
+// both objects of an update.
+func eachObject(add func(workqueue.TypedRateLimitingInterface[reconcile.Request], ...client.Object)) handler.Funcs {
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(q, e.Object)
@@ -95,7 +92,3 @@ func enqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(clie
 		},
 	}
 }
-
-// throttledEntries is how many windows enqueueThrottled keeps at least
-// before it drops the ended ones.
-const throttledEntries = 1024
