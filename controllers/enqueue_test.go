@@ -19,10 +19,7 @@ import (
 // time, and not before; a moved reference refreshes the old target too.
 func TestEnqueueAfterCoalesces(t *testing.T) {
 	g := NewWithT(t)
-	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
-		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
-	defer q.ShutDown()
+	clock, q := fakeClockQueue(t)
 	h := enqueueAfter(2*time.Second, func(o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: o.GetLabels()["catalog"]}}}
 	})
@@ -54,10 +51,7 @@ func TestEnqueueAfterCoalesces(t *testing.T) {
 // reconciled at once again.
 func TestEnqueueThrottledLeadsThenCoalesces(t *testing.T) {
 	g := NewWithT(t)
-	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
-		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
-	defer q.ShutDown()
+	clock, q := fakeClockQueue(t)
 	h := enqueueThrottled(time.Second, clock, func(o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "zone"}}}
 	})
@@ -84,4 +78,14 @@ func TestEnqueueThrottledLeadsThenCoalesces(t *testing.T) {
 	clock.Step(5 * time.Second)
 	h.Delete(ctx, event.DeleteEvent{Object: record}, q)
 	take("an event after the window, at once")
+}
+
+// fakeClockQueue is a controller's work queue on a fake clock, shut down
+// when the test ends.
+func fakeClockQueue(t *testing.T) (*clocktesting.FakeClock, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
+		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
+	t.Cleanup(q.ShutDown)
+	return clock, q
 }
