@@ -76,7 +76,9 @@ func target(ref agent.ZoneRef) string {
 //
 //  1. write the seed if the file is missing (never overwrite);
 //  2. addzone; on "already exists", showzone and compare clauses;
-//  3. modzone only when they differ.
+//  3. modzone only when they differ;
+//  4. for a zone that named now starts signing in place, wait for its
+//     initial signing (settleSigning).
 //
 // The caller records the result in the store.
 func (a *Agent) ensure(ctx context.Context, op ensureOp) (agent.EnsureZoneResult, error) {
@@ -108,7 +110,10 @@ func (a *Agent) apply(ctx context.Context, op ensureOp, seedWritten bool) (agent
 	_, err := a.api.command(ctx, "addzone "+target(op.ref)+" "+op.clause.Text)
 	if err == nil {
 		res.Action = agent.ActionAdded
-		return res, nil
+		if op.clause.SignsInPlace {
+			err = a.settleSigning(ctx, op.ref)
+		}
+		return res, err
 	}
 	if !isCommandErr(err, "already exists") {
 		return res, err
@@ -128,7 +133,11 @@ func (a *Agent) apply(ctx context.Context, op ensureOp, seedWritten bool) (agent
 		return res, err
 	}
 	res.Action = agent.ActionModified
-	return res, nil
+	// A zone that starts being signed: the same moment as a new one.
+	if op.clause.SignsInPlace && (cur == nil || !cur.SignsInPlace) {
+		err = a.settleSigning(ctx, op.ref)
+	}
+	return res, err
 }
 
 // prepared is the outcome of prepare for one batch entry.

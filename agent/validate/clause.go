@@ -25,6 +25,10 @@ type Clause struct {
 	Type string
 	// File is the zone file named by the clause, "" when it names none.
 	File string
+	// SignsInPlace: a dnssec-policy other than none or insecure, without
+	// inline signing, so named signs the zone's own data and every UPDATE
+	// as it applies it.
+	SignsInPlace bool
 	// statements are the top-level statements in canonical form, sorted.
 	statements []string
 }
@@ -151,6 +155,7 @@ func ParseClause(clause, dataDir string) (*Clause, error) {
 	}
 
 	c := &Clause{Text: clause}
+	policy, inline := "", false
 	for _, s := range stmts {
 		if s[0].Kind != namedconf.Word {
 			return nil, fail("clause", "statement %q must start with an option name", clip(join(s)))
@@ -183,14 +188,28 @@ func ParseClause(clause, dataDir string) (*Clause, error) {
 				}
 				c.File = p
 			}
+		case name == "dnssec-policy" && len(s) == 3:
+			policy = strings.ToLower(s[1].Text)
+		case name == "inline-signing" && len(s) == 3:
+			inline = isYes(s[1].Text)
 		}
 		c.statements = append(c.statements, canonicalStatement(s))
 	}
 	if c.Type == "" {
 		return nil, fail("clause", "has no type statement")
 	}
+	c.SignsInPlace = policy != "" && policy != "none" && policy != "insecure" && !inline
 	slices.Sort(c.statements)
 	return c, nil
+}
+
+// isYes reads a named.conf boolean.
+func isYes(v string) bool {
+	switch strings.ToLower(v) {
+	case "yes", "true", "1":
+		return true
+	}
+	return false
 }
 
 // cutPrefixFold is strings.CutPrefix ignoring ASCII case.

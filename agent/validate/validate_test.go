@@ -126,3 +126,36 @@ func TestEqualShowzone(t *testing.T) {
 		t.Fatal("reordered ACL compares equal")
 	}
 }
+
+// SignsInPlace is what makes the agent wait for a zone's initial signing:
+// a policy that signs, without inline signing, in any spelling named
+// accepts (and shows back through showzone).
+func TestClauseSignsInPlace(t *testing.T) {
+	const file = `file "/var/lib/bind/a.db"; `
+	for clause, want := range map[string]bool{
+		`{ type primary; ` + file + `};`:                                                     false,
+		`{ type primary; ` + file + `dnssec-policy "p"; inline-signing no; };`:               true,
+		`{ type primary; ` + file + `dnssec-policy p; };`:                                    true,
+		`{ type primary; ` + file + `dnssec-policy "default"; inline-signing false; };`:      true,
+		`{ type primary; ` + file + `dnssec-policy "p"; inline-signing yes; };`:              false,
+		`{ type primary; ` + file + `dnssec-policy "p"; inline-signing TRUE; };`:             false,
+		`{ type primary; ` + file + `dnssec-policy "none"; };`:                               false,
+		`{ type primary; ` + file + `dnssec-policy "insecure"; inline-signing no; };`:        false,
+		`{ type primary; ` + file + `dnssec-policy None; };`:                                 false,
+		`zone "a.test" { type primary; ` + file + `dnssec-policy "p"; inline-signing no; };`: true,
+	} {
+		var c *Clause
+		var err error
+		if strings.HasPrefix(clause, "zone") {
+			c, err = ParseShowzone(clause)
+		} else {
+			c, err = ParseClause(clause, "/var/lib/bind")
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", clause, err)
+		}
+		if c.SignsInPlace != want {
+			t.Errorf("%s: SignsInPlace = %v, want %v", clause, c.SignsInPlace, want)
+		}
+	}
+}
