@@ -376,6 +376,12 @@ func dumpCluster(t *testing.T, ns, cluster string, replicas int32) {
 			t.Logf("BindZone %s status: %+v", z.Name, z.Status)
 		}
 	}
+	var signed []string
+	for _, z := range zones.Items {
+		if z.Spec.DNSSECPolicyRef != nil && z.Spec.ClusterRef.Name == cluster {
+			signed = append(signed, string(z.Spec.ZoneName))
+		}
+	}
 	var recs v1.DNSRecordList
 	if env.Client.List(ctx, &recs, client.InNamespace(ns)) == nil {
 		for i, r := range recs.Items {
@@ -397,6 +403,9 @@ func dumpCluster(t *testing.T, ns, cluster string, replicas int32) {
 				t.Logf("%s %s log of the previous instance (tail):\n%s", pod, c, tail(l, 3000))
 			}
 		}
+		for _, zone := range signed {
+			t.Logf("%s DNSSEC of %s:\n%s", pod, zone, dnssecState(ctx, ns, pod, zone))
+		}
 	}
 }
 
@@ -417,4 +426,32 @@ func writeAnchors(t *testing.T, zone string, ds []string) string {
 	file := filepath.Join(t.TempDir(), "anchors.conf")
 	testkit.Must(t, os.WriteFile(file, []byte(anchors.String()), 0o644))
 	return file
+}
+
+// dnssecState is what named says of a signed zone's keys (rndc dnssec
+// -status), the key directory's files, and the DNSKEY set it serves, for a
+// failure's dump: a DS that stops validating is explained by one of them.
+func dnssecState(ctx context.Context, ns, pod, zone string) string {
+	script := fmt.Sprintf("rndc -k /etc/bind-operator/keys/control.conf -s 127.0.0.1 dnssec -status %s 2>&1; ls -la --time-style=full-iso /var/lib/bind/keys 2>&1; for f in /var/lib/bind/keys/*.state; do echo \"== $f\"; cat \"$f\"; done 2>&1; f=$(ls /var/lib/bind/zones/*/%s.db 2>/dev/null | head -1); if [ -n \"$f\" ]; then echo \"== $f with its journal\"; ls -la --time-style=full-iso \"$f\"*; named-compilezone -j -D -o - %s \"$f\" 2>&1 | head -c 20000; fi", zone, zone, zone)
+	out, err := env.Kubectl(ctx, "", "exec", "-n", ns, pod, "-c", "named", "--", "sh", "-c", script)
+	if err != nil {
+		out += "\n(exec: " + err.Error() + ")"
+	}
+	if ip, err := env.Cluster.PodIP(ctx, ns, pod); err == nil {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(zone), dns.TypeDNSKEY)
+		m.SetEdns0(4096, true)
+		if in, err := dns.Exchange(m, net.JoinHostPort(ip, "53")); err == nil {
+			for _, rr := range in.Answer {
+				if k, ok := rr.(*dns.DNSKEY); ok {
+					out += fmt.Sprintf("\nserved DNSKEY tag %d flags %d", k.KeyTag(), k.Flags)
+				} else {
+					out += "\nserved " + rr.String()
+				}
+			}
+		} else {
+			out += "\nDNSKEY query: " + err.Error()
+		}
+	}
+	return out
 }
