@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
@@ -37,41 +36,46 @@ const (
 // settleSigning waits (bounded) until named reports ref secure, then asks
 // for a full signing.
 func (a *Agent) settleSigning(ctx context.Context, ref agent.ZoneRef) error {
+	secure, err := a.waitSecure(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if !secure {
+		a.log.Warn("zone not secure yet; asking for a full signing anyway", "view", ref.View, "zone", ref.Zone, "waited", signingWait)
+	}
+	_, err = a.api.command(ctx, "sign "+target(ref))
+	return err
+}
+
+// waitSecure asks rndc zonestatus until named reports ref secure; false
+// once signingWait has passed.
+func (a *Agent) waitSecure(ctx context.Context, ref agent.ZoneRef) (bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, signingWait)
 	defer cancel()
-	secure := false
 	for {
 		resp, err := a.api.command(wctx, "zonestatus "+target(ref))
-		if err == nil && zoneSecure(resp.Text) {
-			secure = true
-			break
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if wctx.Err() != nil {
-			break // waited long enough
-		}
-		if err != nil {
-			return err
+		switch {
+		case err == nil && zoneSecure(resp.Text):
+			return true, nil
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		case wctx.Err() != nil:
+			return false, nil
+		case err != nil:
+			return false, err
 		}
 		select {
 		case <-wctx.Done():
 		case <-time.After(signingPoll):
 		}
 	}
-	if !secure {
-		a.log.Warn("zone not secure yet; asking for a full signing anyway", "view", ref.View, "zone", ref.Zone, "waited", signingWait)
-	}
-	_, err := a.api.command(ctx, "sign "+target(ref))
-	return err
 }
 
 // zoneSecure reads the `secure:` line of rndc zonestatus.
 func zoneSecure(text string) bool {
-	for line := range strings.SplitSeq(text, "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "secure" {
-			return strings.TrimSpace(v) == "yes"
+	for k, v := range zoneStatusLines(text) {
+		if k == "secure" {
+			return v == "yes"
 		}
 	}
 	return false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -256,13 +257,8 @@ func (a *Agent) zoneStatus(ctx context.Context, s *session, ref agent.ZoneRef) (
 // never transferred has no such line); the text is named's, but treated
 // as untrusted all the same: unknown or malformed lines are ignored.
 func parseZoneStatus(text string, st *agent.ZoneStatus) {
-	for line := range strings.SplitSeq(text, "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch strings.TrimSpace(k) {
+	for k, v := range zoneStatusLines(text) {
+		switch k {
 		case "type":
 			if len(v) <= 32 {
 				st.Type = v
@@ -273,6 +269,19 @@ func parseZoneStatus(text string, st *agent.ZoneStatus) {
 			}
 		case "last loaded":
 			st.Loaded = v != "" && !strings.HasPrefix(v, "not")
+		}
+	}
+}
+
+// zoneStatusLines yields the `key: value` lines of rndc zonestatus, both
+// sides trimmed; lines without a colon are skipped.
+func zoneStatusLines(text string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for line := range strings.SplitSeq(text, "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && !yield(strings.TrimSpace(k), strings.TrimSpace(v)) {
+				return
+			}
 		}
 	}
 }
