@@ -11,7 +11,7 @@ func (m *model) layout() layout {
 	p := m.paths
 	dirs := map[string]bool{
 		p.DataDir: true, p.zonesDir(): true, p.secondaryDir(): true, p.catalogDir(): true,
-		p.catzDir(): true, p.nzdDir(): true, p.dnssecKeysDir(): true,
+		p.catzDir(): true, p.nzdDir(): true, p.DNSSECKeysDir(): true,
 	}
 	// named creates zone files but not their directories.
 	for _, v := range m.scopes() {

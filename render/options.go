@@ -25,7 +25,7 @@ func writeOptions(c *conf, m *model, r role) {
 	c.line("directory %s;", c.q("path", m.paths.DataDir))
 	c.line("pid-file %s;", c.q("path", m.paths.pidFile()))
 	c.line("session-keyfile %s;", c.q("path", m.paths.sessionKeyFile()))
-	c.line("key-directory %s;", c.q("path", m.paths.dnssecKeysDir()))
+	c.line("key-directory %s;", c.q("path", m.paths.DNSSECKeysDir()))
 	c.line("listen-on port %d { any; };", m.dnsPort)
 	c.line("listen-on-v6 port %d { any; };", m.dnsPort)
 	if len(m.views) == 0 {

@@ -202,12 +202,14 @@ const defaultView = "_default"
 
 // Directory layout of DataDir. The agent writes runtime zone files with
 // PrimaryZoneFile / SecondaryZoneFile so that both sides agree.
-func (p Paths) zonesDir() string       { return path.Join(p.DataDir, "zones") }
-func (p Paths) secondaryDir() string   { return path.Join(p.DataDir, "secondary") }
-func (p Paths) catalogDir() string     { return path.Join(p.DataDir, "catalog") }
-func (p Paths) catzDir() string        { return path.Join(p.DataDir, "catz") }
-func (p Paths) nzdDir() string         { return path.Join(p.DataDir, "nzd") }
-func (p Paths) dnssecKeysDir() string  { return path.Join(p.DataDir, "keys") }
+func (p Paths) zonesDir() string     { return path.Join(p.DataDir, "zones") }
+func (p Paths) secondaryDir() string { return path.Join(p.DataDir, "secondary") }
+func (p Paths) catalogDir() string   { return path.Join(p.DataDir, "catalog") }
+func (p Paths) catzDir() string      { return path.Join(p.DataDir, "catz") }
+func (p Paths) nzdDir() string       { return path.Join(p.DataDir, "nzd") }
+
+// DNSSECKeysDir is named's key-directory: the keys dnssec-policy makes.
+func (p Paths) DNSSECKeysDir() string  { return path.Join(p.DataDir, "keys") }
 func (p Paths) pidFile() string        { return path.Join(p.DataDir, "named.pid") }
 func (p Paths) sessionKeyFile() string { return path.Join(p.DataDir, "session.key") }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
@@ -429,28 +431,39 @@ func writeAnchors(t *testing.T, zone string, ds []string) string {
 }
 
 // dnssecState is what named says of a signed zone's keys (rndc dnssec
-// -status), the key directory's files, and the DNSKEY set it serves, for a
-// failure's dump: a DS that stops validating is explained by one of them.
+// -status), the key directory's files, the zone file with its journal
+// applied, and the DNSKEY set the pod serves, for a failure's dump: a DS
+// that stops validating is explained by one of them.
 func dnssecState(ctx context.Context, ns, pod, zone string) string {
-	script := fmt.Sprintf("rndc -k /etc/bind-operator/keys/control.conf -s 127.0.0.1 dnssec -status %s 2>&1; ls -la --time-style=full-iso /var/lib/bind/keys 2>&1; for f in /var/lib/bind/keys/*.state; do echo \"== $f\"; cat \"$f\"; done 2>&1; f=$(ls /var/lib/bind/zones/*/%s.db 2>/dev/null | head -1); if [ -n \"$f\" ]; then echo \"== $f with its journal\"; ls -la --time-style=full-iso \"$f\"*; named-compilezone -j -D -o - %s \"$f\" 2>&1 | head -c 20000; fi", zone, zone, zone)
+	p := render.DefaultPaths()
+	// Zone files live in a folder per view: any view's file of the zone.
+	zones := path.Dir(path.Dir(p.PrimaryZoneFile("", zone)))
+	script := fmt.Sprintf(`rndc -k %[1]s -s 127.0.0.1 dnssec -status %[2]s 2>&1
+ls -la --time-style=full-iso %[3]s 2>&1
+for f in %[3]s/*.state; do echo "== $f"; cat "$f"; done 2>&1
+f=$(ls %[4]s/*/%[2]s.db 2>/dev/null | head -1)
+if [ -n "$f" ]; then echo "== $f with its journal"; ls -la --time-style=full-iso "$f"*; named-compilezone -j -D -o - %[2]s "$f" 2>&1 | head -c 20000; fi`,
+		path.Join(p.KeysDir, render.FileControl), zone, p.DNSSECKeysDir(), zones)
 	out, err := env.Kubectl(ctx, "", "exec", "-n", ns, pod, "-c", "named", "--", "sh", "-c", script)
 	if err != nil {
 		out += "\n(exec: " + err.Error() + ")"
 	}
-	if ip, err := env.Cluster.PodIP(ctx, ns, pod); err == nil {
-		m := new(dns.Msg)
-		m.SetQuestion(dns.Fqdn(zone), dns.TypeDNSKEY)
-		m.SetEdns0(4096, true)
-		if in, err := dns.Exchange(m, net.JoinHostPort(ip, "53")); err == nil {
-			for _, rr := range in.Answer {
-				if k, ok := rr.(*dns.DNSKEY); ok {
-					out += fmt.Sprintf("\nserved DNSKEY tag %d flags %d", k.KeyTag(), k.Flags)
-				} else {
-					out += "\nserved " + rr.String()
-				}
-			}
+	ip, err := env.Cluster.PodIP(ctx, ns, pod)
+	if err != nil {
+		return out
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(zone), dns.TypeDNSKEY)
+	m.SetEdns0(4096, true)
+	in, err := localcluster.Exchange("tcp", ip, m)
+	if err != nil {
+		return out + "\nDNSKEY query: " + err.Error()
+	}
+	for _, rr := range in.Answer {
+		if k, ok := rr.(*dns.DNSKEY); ok {
+			out += fmt.Sprintf("\nserved DNSKEY tag %d flags %d", k.KeyTag(), k.Flags)
 		} else {
-			out += "\nDNSKEY query: " + err.Error()
+			out += "\nserved " + rr.String()
 		}
 	}
 	return out
