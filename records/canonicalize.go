@@ -12,10 +12,10 @@ import (
 
 // Canonicalize returns sets in canonical form (see the package comment) and
 // the problems found on the way, with paths under fldPath indexed like the
-// input. A value or name that cannot be parsed is kept verbatim, so that the
-// mutating webhook can pass the object on and the validating webhook, which
-// calls Canonicalize again, reports the error; keeping it verbatim also keeps
-// Canonicalize idempotent for bad input.
+// input. A value or name that cannot be parsed is kept verbatim, so that
+// defaulting can pass the object on and validation, which calls Canonicalize
+// again, reports the error; keeping it verbatim also keeps Canonicalize
+// idempotent for bad input.
 func Canonicalize(zone string, sets []v1alpha1.RecordSet, defaultTTL int32, fldPath *field.Path) ([]v1alpha1.RecordSet, field.ErrorList) {
 	if sets == nil {
 		return nil, nil

@@ -19,12 +19,16 @@ import (
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
-// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-dnsrecord,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create;update,versions=v1alpha1,name=mdnsrecord.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
-// +kubebuilder:webhook:path=/validate-bind-unkin-net-v1alpha1-dnsrecord,mutating=false,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create;update,versions=v1alpha1,name=vdnsrecord.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// One mutating webhook defaults and validates a DNSRecord (oneCall); the
+// kind has no validating webhook.
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-dnsrecord,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create;update,versions=v1alpha1,name=mdnsrecord.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 // Namespace labels decide which namespaces a BindZone admits DNSRecords from
 // (spec.allowedRecords); the webhook and the DNSRecord controller read them.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// dnsRecordPath is where the DNSRecord's one admission call is served.
+const dnsRecordPath = "/mutate-bind-unkin-net-v1alpha1-dnsrecord"
 
 // DNSRecordWebhook defaults and validates DNSRecords. A DNSRecord may name
 // a BindZone of another namespace that admits it (spec.allowedRecords): the

@@ -132,7 +132,9 @@ func (w *webhooks) register(mgr ctrl.Manager) error {
 			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindZone{}).WithDefaulter(w.zone).WithValidator(w.zone).Complete()
 		},
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.DNSRecord{}).WithDefaulter(w.record).WithValidator(w.record).Complete()
+			// One call for the kind created by the thousand (oneCall).
+			mgr.GetWebhookServer().Register(dnsRecordPath, withOneCall(mgr.GetScheme(), func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w.record, w.record))
+			return nil
 		},
 		func() error {
 			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindView{}).WithDefaulter(w.view).WithValidator(w.view).Complete()
