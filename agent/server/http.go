@@ -160,10 +160,10 @@ func (a *Agent) handleEnsure(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.metrics.zoneOps.WithLabelValues(res.Action).Inc()
-	if err := a.record([]ensureOp{op}, []agent.EnsureZoneResult{res}); err != nil {
+	if err := a.record([]ensureOp{op}, []applied{res}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, res.EnsureZoneResult)
 	return nil
 }
 
@@ -197,14 +197,14 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 	defer cancel()
 	a.opMu.Lock()
 	defer a.opMu.Unlock()
-	results := make([]agent.EnsureZoneResult, len(ops))
+	results := make([]applied, len(ops))
 	prepCtx, stopPrep := context.WithCancel(ctx)
 	defer stopPrep()
 	preps := prepareAhead(prepCtx, ops, 256)
 	var abort error
 	for i, op := range ops {
 		if abort != nil {
-			results[i] = agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone, Error: agent.BoundTo("not attempted: "+abort.Error(), agent.MaxResultErrorBytes)}
+			results[i].EnsureZoneResult = agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone, Error: agent.BoundTo("not attempted: "+abort.Error(), agent.MaxResultErrorBytes)}
 			continue
 		}
 		p, ok := <-preps
@@ -214,7 +214,7 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 				p.err = errors.New("seed writer stopped")
 			}
 		}
-		res := agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone}
+		res := applied{EnsureZoneResult: agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone}}
 		err := p.err
 		if err == nil {
 			res, err = a.apply(ctx, op, p.wrote)
@@ -243,7 +243,11 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 		// retry reports it unchanged.
 		return abort
 	}
-	writeJSON(w, http.StatusOK, agent.EnsureZonesResponse{Results: results})
+	resp := agent.EnsureZonesResponse{Results: make([]agent.EnsureZoneResult, len(results))}
+	for i, r := range results {
+		resp.Results[i] = r.EnsureZoneResult
+	}
+	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
 

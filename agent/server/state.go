@@ -38,6 +38,13 @@ type zoneState struct {
 	// never transferred does not hold readiness back (its primary may be
 	// down; making every secondary unready would turn that into an outage).
 	Loaded bool `json:"loaded,omitempty"`
+	// SigningSettled: named signs the zone in place and the agent has
+	// seen it secure and asked for a full signing (settleSigning). Until
+	// it is set, every ensure settles the signing again, so a control
+	// session that broke between addzone and the signing, or a zone
+	// added by an agent from before this field, is signed in full on the
+	// next ensure or resync.
+	SigningSettled bool `json:"signingSettled,omitempty"`
 }
 
 // required reports whether readiness waits for the zone: primaries always

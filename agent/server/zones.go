@@ -78,16 +78,26 @@ func target(ref agent.ZoneRef) string {
 //  1. write the seed if the file is missing (never overwrite);
 //  2. addzone; on "already exists", showzone and compare clauses;
 //  3. modzone only when they differ;
-//  4. for a zone that named now starts signing in place, wait for its
-//     initial signing (settleSigning).
+//  4. for a zone that named signs in place and whose signing has not
+//     settled yet (new, newly signed, or not recorded as settled), wait
+//     for its initial signing (settleSigning).
 //
 // The caller records the result in the store.
-func (a *Agent) ensure(ctx context.Context, op ensureOp) (agent.EnsureZoneResult, error) {
+func (a *Agent) ensure(ctx context.Context, op ensureOp) (applied, error) {
 	wrote, err := prepare(op)
 	if err != nil {
-		return agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone}, err
+		return applied{EnsureZoneResult: agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone}}, err
 	}
 	return a.apply(ctx, op, wrote)
+}
+
+// applied is the outcome of apply: the result the client sees, and what
+// the store remembers beyond it.
+type applied struct {
+	agent.EnsureZoneResult
+	// signingSettled: the zone signs in place and settleSigning has
+	// succeeded for it, now or in an earlier ensure.
+	signingSettled bool
 }
 
 // prepare is the file-system half of an ensure: the seed of a primary, or
@@ -106,13 +116,20 @@ func prepare(op ensureOp) (bool, error) {
 }
 
 // apply is the control-channel half of an ensure, after prepare.
-func (a *Agent) apply(ctx context.Context, op ensureOp, seedWritten bool) (agent.EnsureZoneResult, error) {
-	res := agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone, SeedWritten: seedWritten}
+func (a *Agent) apply(ctx context.Context, op ensureOp, seedWritten bool) (applied, error) {
+	res := applied{EnsureZoneResult: agent.EnsureZoneResult{View: op.ref.View, Zone: op.ref.Zone, SeedWritten: seedWritten}}
+	// settle runs settleSigning for a zone that signs in place and records
+	// whether it succeeded.
+	settle := func() error {
+		err := a.settleSigning(ctx, op.ref)
+		res.signingSettled = err == nil
+		return err
+	}
 	_, err := a.api.command(ctx, "addzone "+target(op.ref)+" "+op.clause.Text)
 	if err == nil {
 		res.Action = agent.ActionAdded
 		if op.clause.SignsInPlace {
-			err = a.settleSigning(ctx, op.ref)
+			err = settle()
 		}
 		return res, err
 	}
@@ -123,10 +140,19 @@ func (a *Agent) apply(ctx context.Context, op ensureOp, seedWritten bool) (agent
 	if err != nil {
 		return res, err
 	}
+	// A zone named already has and that was signing before this ensure
+	// needs settling only if that never completed (see
+	// zoneState.SigningSettled).
+	before, _ := a.store.get(op.ref)
 	cur, perr := validate.ParseShowzone(shown.Text)
+	settled := before.SigningSettled && perr == nil && cur.SignsInPlace
 	if perr == nil && cur.Equal(op.clause) {
 		res.Action = agent.ActionUnchanged
-		return res, nil
+		res.signingSettled = settled
+		if op.clause.SignsInPlace && !settled {
+			err = settle()
+		}
+		return res, err
 	}
 	// A clause named shows but we cannot parse counts as different:
 	// modzone converges it to the requested one.
@@ -134,9 +160,10 @@ func (a *Agent) apply(ctx context.Context, op ensureOp, seedWritten bool) (agent
 		return res, err
 	}
 	res.Action = agent.ActionModified
-	// A zone that starts being signed: the same moment as a new one.
-	if op.clause.SignsInPlace && (cur == nil || !cur.SignsInPlace) {
-		err = a.settleSigning(ctx, op.ref)
+	res.signingSettled = settled && op.clause.SignsInPlace
+	// A zone that starts being signed is at the same moment as a new one.
+	if op.clause.SignsInPlace && !settled {
+		err = settle()
 	}
 	return res, err
 }
@@ -171,7 +198,7 @@ func prepareAhead(ctx context.Context, ops []ensureOp, lookahead int) <-chan pre
 // just loaded counts as loaded (named loads a primary synchronously: a
 // missing file fails addzone), so adding a zone never makes a ready pod
 // unready.
-func (a *Agent) record(ops []ensureOp, results []agent.EnsureZoneResult) error {
+func (a *Agent) record(ops []ensureOp, results []applied) error {
 	var loaded []agent.ZoneRef
 	err := a.store.update(func(m map[agent.ZoneRef]zoneState) []agent.ZoneRef {
 		var changed []agent.ZoneRef
@@ -186,7 +213,8 @@ func (a *Agent) record(ops []ensureOp, results []agent.EnsureZoneResult) error {
 				a.log.Info("zone "+string(r.Action), "view", op.ref.View, "zone", op.ref.Zone, "type", op.clause.Type, "seedWritten", r.SeedWritten)
 			}
 			old, had := m[op.ref]
-			z := zoneState{View: op.ref.View, Zone: op.ref.Zone, Type: op.clause.Type, Seeded: old.Seeded || r.SeedWritten, Loaded: old.Loaded}
+			z := zoneState{View: op.ref.View, Zone: op.ref.Zone, Type: op.clause.Type, Seeded: old.Seeded || r.SeedWritten, Loaded: old.Loaded,
+				SigningSettled: r.signingSettled}
 			if r.Action == agent.ActionAdded && z.Type == "primary" {
 				z.Loaded = true
 				loaded = append(loaded, op.ref)
