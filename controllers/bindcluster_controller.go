@@ -162,6 +162,9 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if wait := firstStartWait(cluster, running, time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if hash != running && r.Options.NamedCheckconf != "" {
 		if err := render.Check(ctx, in, r.Options.NamedCheckconf); err != nil {
 			msg := fmt.Sprintf("named-checkconf rejected the new configuration, so the pods keep running the previous one: %v", err)
@@ -195,6 +198,26 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// firstStartSettle is how old a BindCluster must be before its pods are
+// first created. A cluster is usually applied in one go with its keys,
+// ACLs, policies and catalogs (kubectl apply of a folder, a GitOps sync).
+// Rendered the moment it appears, it would start its pods without the
+// objects that arrive a second later and roll them all once when they do:
+// a restart on every new cluster, seen in every e2e failure dump before
+// this wait. Objects applied later still roll the cluster once, as any
+// config change does.
+const firstStartSettle = 3 * time.Second
+
+// firstStartWait is how long cluster's first StatefulSet should still wait
+// (firstStartSettle); zero once the cluster has one (running is its hash)
+// or is old enough.
+func firstStartWait(cluster *bindv1alpha1.BindCluster, running string, now time.Time) time.Duration {
+	if running != "" || cluster.CreationTimestamp.IsZero() {
+		return 0
+	}
+	return max(0, firstStartSettle-now.Sub(cluster.CreationTimestamp.Time))
 }
 
 // readsUncachedSecrets is true when a key the config uses has its material

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -364,5 +365,27 @@ func TestAgentCertificateRenewalDoesNotRoll(t *testing.T) {
 	}).Should(And(Not(BeEmpty()), Not(Equal(oldCert))), "a new serving certificate")
 	if h := f.settle(); h != before {
 		t.Fatalf("reissuing the agent certificate changed the config hash: %s -> %s", before, h)
+	}
+}
+
+// TestNewClusterStartsWithWhatWasAppliedWithIt: a catalog applied a second
+// after its BindCluster (as one kubectl apply of a folder spreads its
+// objects) is in the config the pods first start with; the StatefulSet is
+// written once, not created and then rolled.
+func TestNewClusterStartsWithWhatWasAppliedWithIt(t *testing.T) {
+	f := newFixture(t)
+	time.Sleep(time.Second) // the gap between two objects of one apply, not a wait for a result
+	f.create(&v1.BindCatalogZone{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Spec: v1.BindCatalogZoneSpec{
+		ClusterRef: v1.LocalObjectReference{Name: "dns"}, ZoneName: "late.example.internal",
+		TransferKeyRef: v1.LocalObjectReference{Name: "transfer"},
+	}})
+	f.settle()
+	if g := f.statefulSet().Generation; g != 1 {
+		t.Errorf("the StatefulSet of a new cluster was written %d times; the catalog applied with it rolled it", g)
+	}
+	var cm corev1.ConfigMap
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns-config"), &cm))
+	if !strings.Contains(cm.Data["named.conf.secondary"], "late.example.internal") {
+		t.Errorf("the first config lacks the catalog applied with the cluster:\n%s", cm.Data["named.conf.secondary"])
 	}
 }
