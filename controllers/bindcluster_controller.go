@@ -124,6 +124,16 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{}, err
 	}
 
+	// Before anything is rendered: the events of what arrives meanwhile
+	// would otherwise each cost a render and a named-checkconf run.
+	running, err := r.runningHash(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if wait := firstStartWait(cluster, running, time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+
 	// A read error stops here: taken for "no Secret yet", it would
 	// generate new control and view keys and roll every pod.
 	currentKeys, err := keysData(ctx, r.Client, cluster)
@@ -158,13 +168,6 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{}, err
 	}
 
-	running, err := r.runningHash(ctx, cluster)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if wait := firstStartWait(cluster, running, time.Now()); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
 	if hash != running && r.Options.NamedCheckconf != "" {
 		if err := render.Check(ctx, in, r.Options.NamedCheckconf); err != nil {
 			msg := fmt.Sprintf("named-checkconf rejected the new configuration, so the pods keep running the previous one: %v", err)
