@@ -11,7 +11,6 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
-	"git.unkin.net/unkin/bind-operator/rndc"
 )
 
 // BenchmarkEnsureZones measures primary zones created per second:
@@ -55,17 +54,9 @@ func BenchmarkEnsureZones(b *testing.B) {
 	b.Run("rndc-session", func(b *testing.B) {
 		s := bindtest.Start(b, bindtest.Options{})
 		paths := render.Paths{DataDir: s.Dir}
-		key, err := rndc.NewKey(s.ControlKey.Name, s.ControlKey.Algorithm, s.ControlKey.Secret)
-		if err != nil {
-			b.Fatal(err)
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		c, err := rndc.Dial(ctx, s.ControlAddr, key)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
+		c := controlSession(ctx, b, s)
 		if err := os.MkdirAll(filepath.Dir(paths.PrimaryZoneFile("", "x.test")), 0o755); err != nil {
 			b.Fatal(err)
 		}

@@ -25,6 +25,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/rndc"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -216,4 +217,20 @@ func mustPool(t testing.TB, pemBytes []byte) *x509.CertPool {
 		t.Fatal("no certificate in PEM")
 	}
 	return p
+}
+
+// controlSession is an rndc session to named with its control key, closed
+// when the test ends: what the agent does, done by hand.
+func controlSession(ctx context.Context, tb testing.TB, named *bindtest.Server) *rndc.Client {
+	tb.Helper()
+	key, err := rndc.NewKey(named.ControlKey.Name, named.ControlKey.Algorithm, named.ControlKey.Secret)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := rndc.Dial(ctx, named.ControlAddr, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -16,7 +16,6 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/server"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
-	"git.unkin.net/unkin/bind-operator/rndc"
 )
 
 // TestSignedZoneSignsUpdatesFromItsFirstMoment: a zone that named signs in
@@ -33,15 +32,7 @@ import (
 // few of the first names of some zones stay unsigned (measured on this
 // machine).
 func TestSignedZoneSignsUpdatesFromItsFirstMoment(t *testing.T) {
-	upd := bindtest.NewKey("updates", "hmac-sha256")
-	e := startEnv(t, bindtest.Options{
-		Keys: []bindtest.Key{upd},
-		Config: `dnssec-policy "fast" {
-	keys { csk lifetime unlimited algorithm ecdsap256sha256; };
-	nsec3param iterations 0 optout no salt-length 0;
-};
-`,
-	})
+	e, upd := startSigningEnv(t)
 	ctx := ctxT(t)
 	const zones, names = 6, 25
 	for z := range zones {
@@ -50,7 +41,7 @@ func TestSignedZoneSignsUpdatesFromItsFirstMoment(t *testing.T) {
 		var written []string
 		var werr error
 		wg.Go(func() { written, werr = raceUpdates(ctx, e.named.DNSAddr, upd, zone, names) })
-		res, err := e.client.EnsureZone(ctx, e.primary("", zone, `update-policy { grant "updates" zonesub ANY; }; dnssec-policy "fast"; inline-signing no; `))
+		res, err := e.client.EnsureZone(ctx, e.primary("", zone, signedClause))
 		wg.Wait()
 		if err != nil || res.Action != agent.ActionAdded {
 			t.Fatalf("%s: ensure: %+v %v", zone, res, err)
@@ -63,6 +54,27 @@ func TestSignedZoneSignsUpdatesFromItsFirstMoment(t *testing.T) {
 		NewWithT(t).Eventually(func() []string { return unsigned(e.named.DNSAddr, written) }).
 			WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).Should(BeEmpty(), "%s: names whose A set has no RRSIG", zone)
 	}
+}
+
+// signedClause is the zone clause both signing tests ensure: UPDATEs with
+// key "updates", signed in place by policy "fast". "ANY" is quoted as
+// render writes it and showzone prints it, so an ensure of a zone named
+// already has finds the clause unchanged.
+const signedClause = `update-policy { grant "updates" zonesub "ANY"; }; dnssec-policy "fast"; inline-signing no; `
+
+// startSigningEnv starts named with the "fast" policy (one CSK, NSEC3) and
+// the key "updates", and an agent for it.
+func startSigningEnv(t *testing.T) (*env, bindtest.Key) {
+	t.Helper()
+	upd := bindtest.NewKey("updates", "hmac-sha256")
+	return startEnv(t, bindtest.Options{
+		Keys: []bindtest.Key{upd},
+		Config: `dnssec-policy "fast" {
+	keys { csk lifetime unlimited algorithm ecdsap256sha256; };
+	nsec3param iterations 0 optout no salt-length 0;
+};
+`,
+	}), upd
 }
 
 // raceUpdates adds n A records to zone, one UPDATE each over TCP, retrying
@@ -132,33 +144,15 @@ func unsigned(addr string, names []string) []string {
 // the race has no stuck name and proves nothing; the test stops after two
 // that had some, and skips if none of its twelve did.
 func TestSigningSettlesOnTheEnsureAfterAnInterruption(t *testing.T) {
-	upd := bindtest.NewKey("updates", "hmac-sha256")
-	e := startEnv(t, bindtest.Options{
-		Keys: []bindtest.Key{upd},
-		Config: `dnssec-policy "fast" {
-	keys { csk lifetime unlimited algorithm ecdsap256sha256; };
-	nsec3param iterations 0 optout no salt-length 0;
-};
-`,
-	})
+	e, upd := startSigningEnv(t)
 	ctx := ctxT(t)
-	key, err := rndc.NewKey(e.named.ControlKey.Name, e.named.ControlKey.Algorithm, e.named.ControlKey.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := rndc.Dial(ctx, e.named.ControlAddr, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	rc := controlSession(ctx, t, e.named)
 	const names = 25
 	repaired := 0
 	for z := 0; z < 12 && repaired < 2; z++ {
 		g := NewWithT(t)
 		zone := fmt.Sprintf("interrupted%d.test", z)
-		// "ANY" quoted as render writes it and showzone prints it, so
-		// the ensure below finds the clause unchanged.
-		req := e.primary("", zone, `update-policy { grant "updates" zonesub "ANY"; }; dnssec-policy "fast"; inline-signing no; `)
+		req := e.primary("", zone, signedClause)
 		file := e.paths.PrimaryZoneFile("", zone)
 		g.Expect(os.MkdirAll(filepath.Dir(file), 0o755)).To(Succeed())
 		g.Expect(os.WriteFile(file, []byte(req.Seed), 0o644)).To(Succeed())
