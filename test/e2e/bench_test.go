@@ -49,9 +49,9 @@ const (
 func TestInClusterBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	if *operatorPprof != "" || *operatorGoMemLimit != "" {
+	if *operatorPprof != "" || *operatorEnv != "" {
 		enableOperatorPprof(ctx, t)
-		setOperatorGoMemLimit(ctx, t)
+		setOperatorEnv(ctx, t)
 		restartOperator(ctx, t)
 	}
 	ns := newNamespace(ctx, t, "e2e-bench")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,21 +22,29 @@ var operatorPprof = flag.String("operator-pprof", "", "a folder: the benchmarks 
 
 const operatorPprofPort = "8082"
 
-// operatorGoMemLimit is a GOMEMLIMIT the records bench gives the manager,
-// to measure what bounding its memory costs (docs/behaviours.md, "the
-// manager's memory"); empty (the default) runs it as shipped.
-var operatorGoMemLimit = flag.String("operator-gomemlimit", "", "a GOMEMLIMIT (such as 64MiB) TestInClusterBench sets on the manager before it measures")
+// operatorEnv is environment the records bench gives the manager, such
+// as GOMEMLIMIT=64MiB or GOGC=50, to measure what bounding its memory
+// costs (docs/behaviours.md, "the manager's memory"); empty (the default)
+// runs it as shipped.
+var operatorEnv = flag.String("operator-env", "", "comma-separated NAME=VALUE pairs (such as GOGC=50,GOMEMLIMIT=80MiB) TestInClusterBench sets on the manager before it measures")
 
-// setOperatorGoMemLimit sets -operator-gomemlimit on the manager's
-// Deployment, which rolls it; the caller waits for the rollout.
-func setOperatorGoMemLimit(ctx context.Context, t *testing.T) {
+// setOperatorEnv sets -operator-env on the manager's Deployment, which
+// rolls it; the caller waits for the rollout.
+func setOperatorEnv(ctx context.Context, t *testing.T) {
 	t.Helper()
-	if *operatorGoMemLimit == "" {
+	if *operatorEnv == "" {
 		return
 	}
-	_, err := env.Kubectl(ctx, "", "-n", OperatorNamespace, "set", "env", "deployment/"+OperatorDeployment, "GOMEMLIMIT="+*operatorGoMemLimit)
+	pairs := strings.Split(*operatorEnv, ",")
+	for _, p := range pairs {
+		if name, _, ok := strings.Cut(p, "="); !ok || name == "" {
+			t.Fatalf("-operator-env: %q is not NAME=VALUE", p)
+		}
+	}
+	args := append([]string{"-n", OperatorNamespace, "set", "env", "deployment/" + OperatorDeployment}, pairs...)
+	_, err := env.Kubectl(ctx, "", args...)
 	testkit.Must(t, err)
-	t.Logf("the manager runs with GOMEMLIMIT=%s", *operatorGoMemLimit)
+	t.Logf("the manager runs with %s", strings.Join(pairs, " "))
 }
 
 // enableOperatorPprof adds --pprof-bind-address to the manager's
