@@ -2,12 +2,49 @@ package main
 
 import (
 	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
+
+// TestAPIConfigAsksForNoGzip: requests from the manager's client, over
+// HTTP/2 as to a real API server, do not offer gzip, so the API server
+// sends watch events and lists uncompressed; the config it was given is
+// left as it was.
+func TestAPIConfigAsksForNoGzip(t *testing.T) {
+	g := NewWithT(t)
+	seen := make(chan string, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Proto + " Accept-Encoding=" + r.Header.Get("Accept-Encoding")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	given := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+
+	hc, err := rest.HTTPClientFor(apiConfig(given))
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := hc.Get(srv.URL + "/api")
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(<-seen).To(Equal("HTTP/2.0 Accept-Encoding="))
+	g.Expect(given.DisableCompression).To(BeFalse())
+
+	// Without it, the same client offers gzip (what the test guards).
+	hc, err = rest.HTTPClientFor(given)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err = hc.Get(srv.URL + "/api")
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(<-seen).To(Equal("HTTP/2.0 Accept-Encoding=gzip"))
+}
 
 // TestHTTP2OffByDefault: the webhook and metrics servers speak HTTP/1.1
 // only unless --enable-http2 is given (kubebuilder's scaffold; HTTP/2
