@@ -203,8 +203,17 @@ func (e *Env) install(ctx context.Context) error {
 
 	// Available means the webhook server listens; the API server also
 	// needs the Service's endpoints and (self-managed) the injected CA.
+	return e.awaitWebhooks(ctx)
+}
+
+// awaitWebhooks waits until the operator's mutating webhook defaults a
+// BindTSIGKey in a server-side dry run: until then the API server may
+// still send its calls to pods that are gone (a connection it kept to a
+// replaced pod answers nothing until the call's 10 s timeout).
+func (e *Env) awaitWebhooks(ctx context.Context) error {
 	e.logf("waiting for the mutating webhook to default a BindTSIGKey (server-side dry run)")
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		probe := &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "webhook-probe"}}
 		if err := e.Client.Create(ctx, probe, client.DryRunAll); err != nil {
 			last = err.Error()

@@ -149,4 +149,5 @@ func awaitOperatorRollout(ctx context.Context, t *testing.T, image string, since
 		}
 		return nil
 	}).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Succeed(), "the operator's Deployment did not roll out %s", image)
+	testkit.Must(t, env.awaitWebhooks(ctx))
 }
