@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -44,6 +45,71 @@ func apiServerRequests(ctx context.Context, t *testing.T, resource string) apiCo
 		out[k] += m.GetCounter().GetValue()
 	}
 	return out
+}
+
+// apiTimes are sums and counts of the API server's latency histograms
+// that say where a DNSRecord's time goes in it, by a short name.
+type apiTimes map[string]struct{ sum, count float64 }
+
+// apiServerTimes reads, for DNSRecords: the creates (POST) and the status
+// writes (PATCH status) as the API server timed them, the DNSRecord
+// webhook's admission of creates, and how long requests of
+// ServiceAccounts (the manager's writes, without a FlowSchema of their
+// own) waited in API Priority and Fairness before they ran.
+func apiServerTimes(ctx context.Context, t *testing.T) apiTimes {
+	t.Helper()
+	fams := apiServerMetrics(ctx, t)
+	out := apiTimes{}
+	add := func(key string, h *dto.Histogram) {
+		v := out[key]
+		v.sum += h.GetSampleSum()
+		v.count += float64(h.GetSampleCount())
+		out[key] = v
+	}
+	for _, m := range fams["apiserver_request_duration_seconds"].GetMetric() {
+		l := metricLabels(m)
+		switch {
+		case l["resource"] != "dnsrecords" || l["dry_run"] != "":
+		case l["verb"] == "POST" && l["subresource"] == "":
+			add("POST", m.GetHistogram())
+		case l["verb"] == "PATCH" && l["subresource"] == "status":
+			add("PATCH status", m.GetHistogram())
+		}
+	}
+	for _, m := range fams["apiserver_admission_webhook_admission_duration_seconds"].GetMetric() {
+		if l := metricLabels(m); strings.HasPrefix(l["name"], "mdnsrecord.") && l["operation"] == "CREATE" {
+			add("webhook", m.GetHistogram())
+		}
+	}
+	for _, m := range fams["apiserver_flowcontrol_request_wait_duration_seconds"].GetMetric() {
+		if l := metricLabels(m); l["flow_schema"] == "service-accounts" && l["execute"] == "true" {
+			add("queued", m.GetHistogram())
+		}
+	}
+	return out
+}
+
+// minus is a − b by key.
+func (a apiTimes) minus(b apiTimes) apiTimes {
+	out := apiTimes{}
+	for k, v := range a {
+		out[k] = struct{ sum, count float64 }{v.sum - b[k].sum, v.count - b[k].count}
+	}
+	return out
+}
+
+// mean is key's mean duration, or 0 without samples.
+func (a apiTimes) mean(key string) time.Duration {
+	if a[key].count <= 0 {
+		return 0
+	}
+	return time.Duration(a[key].sum / a[key].count * float64(time.Second)).Round(100 * time.Microsecond)
+}
+
+// String is the table's summary.
+func (a apiTimes) String() string {
+	return fmt.Sprintf("create %s (of which the webhook %s); the manager's status write %s (of which queued in API Priority and Fairness, any ServiceAccount's request: %s)",
+		a.mean("POST"), a.mean("webhook"), a.mean("PATCH status"), a.mean("queued"))
 }
 
 // apiServerMetrics are the API server's metrics now, by family name.

@@ -84,6 +84,9 @@ func profileLeader(ctx context.Context, t *testing.T, what string, d time.Durati
 		save(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), "cpu.pprof", d+30*time.Second)
 		save("goroutine?debug=1", "goroutines-end.txt", 30*time.Second)
 		save("heap", "heap.pprof", 30*time.Second)
+		// The text form ends with runtime.MemStats: the heap's goal,
+		// what is idle or released, and the stacks.
+		save("heap?debug=1", "heap.txt", 30*time.Second)
 	}()
 	t.Logf("profiling the operator's leader %s for %s into %s", leader.Name, d, *operatorPprof)
 	return func() { <-done }
