@@ -3,8 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -16,8 +19,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
@@ -286,4 +294,92 @@ func operatorMemory(ctx context.Context, t *testing.T) memory {
 		}
 	}
 	return top
+}
+
+// benchMetricsReader is the ServiceAccount that reads the manager's
+// metrics for the bench, bound to the metrics-reader ClusterRole the
+// overlays ship (as a Prometheus would be).
+const benchMetricsReader = "bench-metrics-reader"
+
+// managerTimes reads, from each operator pod's metrics endpoint, the
+// DNSRecord webhook's own time (controller_runtime_webhook_latency_seconds:
+// decode, default, validate, answer) and how long the Go scheduler kept
+// runnable goroutines waiting (go_sched_latencies_seconds), by pod name.
+// With the API server's figures they say whether a slow admission is
+// spent in the manager or before and after it.
+func managerTimes(ctx context.Context, t *testing.T) map[string]apiTimes {
+	t.Helper()
+	cs := env.Cluster.Client()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: benchMetricsReader}}
+	if _, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: benchMetricsReader},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "bind-operator-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	testkit.Must(t, err)
+	pods, err := env.OperatorPods(ctx)
+	testkit.Must(t, err)
+	// The metrics server's certificate is self-signed by the manager
+	// (no cert-dir for it in the overlays), so it is not verified; the
+	// address is checked to be the test network's instead.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+	defer hc.CloseIdleConnections()
+	out := map[string]apiTimes{}
+	for _, p := range pods {
+		ip, err := netip.ParseAddr(p.Status.PodIP)
+		if err != nil || !netip.MustParsePrefix("198.18.0.0/15").Contains(ip) {
+			t.Fatalf("operator pod %s has address %q, outside the test network", p.Name, p.Status.PodIP)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(ip.String(), "8443")+"/metrics", nil)
+		testkit.Must(t, err)
+		req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+		resp, err := hc.Do(req)
+		testkit.Must(t, err)
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := parser.TextToMetricFamilies(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("metrics of %s: %s", p.Name, resp.Status)
+		}
+		testkit.Must(t, err)
+		times := apiTimes{}
+		for _, m := range fams["controller_runtime_webhook_latency_seconds"].GetMetric() {
+			if strings.HasSuffix(metricLabels(m)["webhook"], "-dnsrecord") {
+				times["webhook"] = struct{ sum, count float64 }{m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())}
+			}
+		}
+		for _, m := range fams["go_sched_latencies_seconds"].GetMetric() {
+			times["sched"] = struct{ sum, count float64 }{m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())}
+		}
+		out[p.Name] = times
+	}
+	return out
+}
+
+// managerTimesSummary is the table's text for after − before: each pod's
+// mean webhook time (and requests served) and scheduler latency, the
+// leader named.
+func managerTimesSummary(after, before map[string]apiTimes, leader string) string {
+	names := make([]string, 0, len(after))
+	for n := range after {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		d := after[n].minus(before[n])
+		role := "other replica"
+		if n == leader {
+			role = "leader"
+		}
+		parts = append(parts, fmt.Sprintf("%s: webhook %s over %.0f requests, goroutines waited %s to run", role, d.mean("webhook"), d["webhook"].count, d.mean("sched")))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -149,6 +149,8 @@ func TestInClusterBench(t *testing.T) {
 			fmt.Sprintf("%.2f: %s", opBulk.api.total()/benchRecords, opBulk.api.perObject(benchRecords)), "goal ≤ 3"},
 		benchRow{"", "mean times in the API server, create → Ready (apiserver_request_duration_seconds, …_admission_webhook_…, …_flowcontrol_request_wait_…)",
 			opBulk.times.String(), ""},
+		benchRow{"", "… and inside the manager (controller_runtime_webhook_latency_seconds, go_sched_latencies_seconds, from each replica's metrics)",
+			opBulk.manager, ""},
 	)
 	op := operatorMemory(ctx, t)
 	rows = append(rows,
@@ -318,6 +320,7 @@ type bulk struct {
 	created, primary, secondaries, ready time.Duration
 	api                                  apiCounts // the operator's API requests for the resource, create → Ready
 	times                                apiTimes  // the API server's latencies, create → Ready
+	manager                              string    // the manager's own webhook and scheduler times, create → Ready
 }
 
 func benchValue(i int) string { return fmt.Sprintf("192.0.2.%d", i%250+1) }
@@ -358,7 +361,7 @@ func benchRawBulk(ctx context.Context, t *testing.T, ips []string, zone string, 
 func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *requestCounter, ns string, ips []string, zone string, transfer tsigKey) bulk {
 	t.Helper()
 	var res bulk
-	apiBefore, ownBefore, timesBefore := apiServerRequests(ctx, t, own.resource), own.snapshot(), apiServerTimes(ctx, t)
+	apiBefore, ownBefore, timesBefore, managerBefore := apiServerRequests(ctx, t, own.resource), own.snapshot(), apiServerTimes(ctx, t), managerTimes(ctx, t)
 	start := time.Now()
 	err := forEachRecord(ctx, benchRecords, func(i int) error {
 		r := &v1.DNSRecord{
@@ -384,6 +387,7 @@ func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *
 	res.ready = time.Since(start)
 	res.api = apiServerRequests(ctx, t, own.resource).minus(apiBefore).minus(own.snapshot().minus(ownBefore))
 	res.times = apiServerTimes(ctx, t).minus(timesBefore)
+	res.manager = managerTimesSummary(managerTimes(ctx, t), managerBefore, leaderPod(ctx, t).Name)
 	return res
 }
 
