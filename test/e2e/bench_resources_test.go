@@ -311,7 +311,15 @@ func managerTimes(ctx context.Context, t *testing.T) map[string]apiTimes {
 	t.Helper()
 	cs := env.Cluster.Client()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: benchMetricsReader}}
-	if _, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	switch _, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); {
+	case err == nil:
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, benchMetricsReader, metav1.DeleteOptions{})
+			_ = cs.CoreV1().ServiceAccounts(sa.Namespace).Delete(ctx, sa.Name, metav1.DeleteOptions{})
+		})
+	case !apierrors.IsAlreadyExists(err):
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
