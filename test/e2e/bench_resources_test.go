@@ -366,6 +366,16 @@ func managerTimes(ctx context.Context, t *testing.T) map[string]apiTimes {
 		for _, m := range fams["go_sched_latencies_seconds"].GetMetric() {
 			times["sched"] = struct{ sum, count float64 }{m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())}
 		}
+		// The collector's stop-the-world pauses: a pause freezes every
+		// goroutine, webhooks included.
+		for _, m := range fams["go_gc_duration_seconds"].GetMetric() {
+			times["gc"] = struct{ sum, count float64 }{m.GetSummary().GetSampleSum(), float64(m.GetSummary().GetSampleCount())}
+			for _, q := range m.GetSummary().GetQuantile() {
+				if q.GetQuantile() == 1 {
+					times["gc max"] = struct{ sum, count float64 }{q.GetValue(), 1}
+				}
+			}
+		}
 		out[p.Name] = times
 	}
 	return out
@@ -387,7 +397,8 @@ func managerTimesSummary(after, before map[string]apiTimes, leader string) strin
 		if n == leader {
 			role = "leader"
 		}
-		parts = append(parts, fmt.Sprintf("%s: webhook %s over %.0f requests, goroutines waited %s to run", role, d.mean("webhook"), d["webhook"].count, d.mean("sched")))
+		parts = append(parts, fmt.Sprintf("%s: webhook %s over %.0f requests, goroutines waited %s to run, %.0f GC pauses of %s (the longest of its last 256: %s)",
+			role, d.mean("webhook"), d["webhook"].count, d.mean("sched"), d["gc"].count, d.mean("gc"), after[n].mean("gc max")))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -149,7 +149,7 @@ func TestInClusterBench(t *testing.T) {
 			fmt.Sprintf("%.2f: %s", opBulk.api.total()/benchRecords, opBulk.api.perObject(benchRecords)), "goal ≤ 3"},
 		benchRow{"", "mean times in the API server, create → Ready (apiserver_request_duration_seconds, …_admission_webhook_…, …_flowcontrol_request_wait_…)",
 			opBulk.times.String(), ""},
-		benchRow{"", "… and inside the manager (controller_runtime_webhook_latency_seconds, go_sched_latencies_seconds, from each replica's metrics)",
+		benchRow{"", "… and inside the manager (controller_runtime_webhook_latency_seconds, go_sched_latencies_seconds, go_gc_duration_seconds, from each replica's metrics)",
 			opBulk.manager, ""},
 	)
 	op := operatorMemory(ctx, t)
