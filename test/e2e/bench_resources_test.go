@@ -22,11 +22,11 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -38,10 +38,10 @@ import (
 // by "VERB" or "VERB subresource".
 type apiCounts map[string]float64
 
-func apiServerRequests(ctx context.Context, t *testing.T, resource string) apiCounts {
-	t.Helper()
+// apiServerRequests reads resource's counts from fams (apiServerMetrics).
+func apiServerRequests(fams map[string]*dto.MetricFamily, resource string) apiCounts {
 	out := apiCounts{}
-	for _, m := range apiServerMetrics(ctx, t)["apiserver_request_total"].GetMetric() {
+	for _, m := range fams["apiserver_request_total"].GetMetric() {
 		l := metricLabels(m)
 		if l["resource"] != resource {
 			continue
@@ -59,14 +59,12 @@ func apiServerRequests(ctx context.Context, t *testing.T, resource string) apiCo
 // that say where a DNSRecord's time goes in it, by a short name.
 type apiTimes map[string]struct{ sum, count float64 }
 
-// apiServerTimes reads, for DNSRecords: the creates (POST) and the status
+// apiServerTimes reads from fams (apiServerMetrics), for DNSRecords: the creates (POST) and the status
 // writes (PATCH status) as the API server timed them, the DNSRecord
 // webhook's admission of creates, and how long requests of
 // ServiceAccounts (the manager's writes, without a FlowSchema of their
 // own) waited in API Priority and Fairness before they ran.
-func apiServerTimes(ctx context.Context, t *testing.T) apiTimes {
-	t.Helper()
-	fams := apiServerMetrics(ctx, t)
+func apiServerTimes(fams map[string]*dto.MetricFamily) apiTimes {
 	out := apiTimes{}
 	add := func(key string, h *dto.Histogram) {
 		v := out[key]
@@ -301,37 +299,42 @@ func operatorMemory(ctx context.Context, t *testing.T) memory {
 // overlays ship (as a Prometheus would be).
 const benchMetricsReader = "bench-metrics-reader"
 
-// managerTimes reads, from each operator pod's metrics endpoint, the
-// DNSRecord webhook's own time (controller_runtime_webhook_latency_seconds:
-// decode, default, validate, answer) and how long the Go scheduler kept
-// runnable goroutines waiting (go_sched_latencies_seconds), by pod name.
-// With the API server's figures they say whether a slow admission is
-// spent in the manager or before and after it.
-func managerTimes(ctx context.Context, t *testing.T) map[string]apiTimes {
+// metricsReaderToken is a token of a ServiceAccount bound to the
+// metrics-reader ClusterRole the overlays ship, as a Prometheus would
+// hold; the account and its binding are deleted when the test ends.
+func metricsReaderToken(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	cs := env.Cluster.Client()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: benchMetricsReader}}
-	switch _, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); {
-	case err == nil:
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, benchMetricsReader, metav1.DeleteOptions{})
-			_ = cs.CoreV1().ServiceAccounts(sa.Namespace).Delete(ctx, sa.Name, metav1.DeleteOptions{})
-		})
-	case !apierrors.IsAlreadyExists(err):
-		t.Fatal(err)
-	}
+	_, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
+	testkit.Must(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, benchMetricsReader, metav1.DeleteOptions{})
+		_ = cs.CoreV1().ServiceAccounts(sa.Namespace).Delete(ctx, sa.Name, metav1.DeleteOptions{})
+	})
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: benchMetricsReader},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "bind-operator-metrics-reader"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
 	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
 	testkit.Must(t, err)
+	tr, err := cs.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](1800)}}, metav1.CreateOptions{})
+	testkit.Must(t, err)
+	return tr.Status.Token
+}
+
+// managerTimes reads, from each operator pod's metrics endpoint (with a
+// metricsReaderToken), the DNSRecord webhook's own time
+// (controller_runtime_webhook_latency_seconds: decode, default, validate,
+// answer), how long the Go scheduler kept runnable goroutines waiting
+// (go_sched_latencies_seconds) and the collector's pauses, by pod name.
+// With the API server's figures they say whether a slow admission is
+// spent in the manager or before and after it.
+func managerTimes(ctx context.Context, t *testing.T, token string) map[string]apiTimes {
+	t.Helper()
 	pods, err := env.OperatorPods(ctx)
 	testkit.Must(t, err)
 	// The metrics server's certificate is self-signed by the manager
@@ -342,12 +345,12 @@ func managerTimes(ctx context.Context, t *testing.T) map[string]apiTimes {
 	out := map[string]apiTimes{}
 	for _, p := range pods {
 		ip, err := netip.ParseAddr(p.Status.PodIP)
-		if err != nil || !netip.MustParsePrefix("198.18.0.0/15").Contains(ip) {
+		if err != nil || !localcluster.IsTestHost(ip) {
 			t.Fatalf("operator pod %s has address %q, outside the test network", p.Name, p.Status.PodIP)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(ip.String(), "8443")+"/metrics", nil)
 		testkit.Must(t, err)
-		req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := hc.Do(req)
 		testkit.Must(t, err)
 		parser := expfmt.NewTextParser(model.UTF8Validation)

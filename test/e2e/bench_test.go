@@ -361,7 +361,9 @@ func benchRawBulk(ctx context.Context, t *testing.T, ips []string, zone string, 
 func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *requestCounter, ns string, ips []string, zone string, transfer tsigKey) bulk {
 	t.Helper()
 	var res bulk
-	apiBefore, ownBefore, timesBefore, managerBefore := apiServerRequests(ctx, t, own.resource), own.snapshot(), apiServerTimes(ctx, t), managerTimes(ctx, t)
+	token := metricsReaderToken(ctx, t)
+	fams := apiServerMetrics(ctx, t)
+	apiBefore, ownBefore, timesBefore, managerBefore := apiServerRequests(fams, own.resource), own.snapshot(), apiServerTimes(fams), managerTimes(ctx, t, token)
 	start := time.Now()
 	err := forEachRecord(ctx, benchRecords, func(i int) error {
 		r := &v1.DNSRecord{
@@ -385,9 +387,10 @@ func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *
 	NewWithT(t).Eventually(func() (int, error) { return notReadyRecords(ctx, c, ns) }).
 		WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeZero(), "DNSRecords not Ready")
 	res.ready = time.Since(start)
-	res.api = apiServerRequests(ctx, t, own.resource).minus(apiBefore).minus(own.snapshot().minus(ownBefore))
-	res.times = apiServerTimes(ctx, t).minus(timesBefore)
-	res.manager = managerTimesSummary(managerTimes(ctx, t), managerBefore, leaderPod(ctx, t).Name)
+	fams = apiServerMetrics(ctx, t)
+	res.api = apiServerRequests(fams, own.resource).minus(apiBefore).minus(own.snapshot().minus(ownBefore))
+	res.times = apiServerTimes(fams).minus(timesBefore)
+	res.manager = managerTimesSummary(managerTimes(ctx, t, token), managerBefore, leaderPod(ctx, t).Name)
 	return res
 }
 

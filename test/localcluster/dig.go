@@ -13,6 +13,10 @@ import (
 // cluster's pod and Service ranges; loopback is allowed too.
 var testNet = netip.MustParsePrefix("198.18.0.0/15")
 
+// IsTestHost reports whether a test may send to ip: loopback or the local
+// cluster's addresses in 198.18.0.0/15 (docs/testing.md).
+func IsTestHost(ip netip.Addr) bool { return ip.IsLoopback() || testNet.Contains(ip.Unmap()) }
+
 // Dig sends one query over UDP from the host. server is an address,
 // optionally with a port (default 53); it must be loopback or inside
 // 198.18.0.0/15.
@@ -55,7 +59,7 @@ func ExchangeSignedFrom(src netip.Addr, network, server string, m *dns.Msg, tsig
 	if err != nil {
 		return nil, fmt.Errorf("dig: server %q is not an IP address", server)
 	}
-	if !ip.IsLoopback() && !testNet.Contains(ip.Unmap()) {
+	if !IsTestHost(ip) {
 		return nil, fmt.Errorf("dig: refusing to query %s: only loopback and %s are test hosts (docs/testing.md)", ip, testNet)
 	}
 	c := &dns.Client{Net: network, Timeout: 2 * time.Second, TsigSecret: tsig}
