@@ -24,6 +24,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
+	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -246,7 +247,11 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Paths = render.DefaultPaths()
 	}
 	r.agents = &agentClients{Client: mgr.GetClient()}
-	r.owners = &zoneOwners{client: mgr.GetClient(), endpoints: r.Endpoints, agents: r.agents}
+	zoneRecords, err := recordindex.Zones(context.Background(), mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	r.owners = &zoneOwners{client: mgr.GetClient(), records: zoneRecords, endpoints: r.Endpoints, agents: r.agents}
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
 		workers = 32

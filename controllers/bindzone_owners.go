@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,8 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/cacheindex"
+	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -56,6 +59,7 @@ const ownersWindow = time.Second
 // agent, skipping a push that would repeat the last one to the same agent.
 type zoneOwners struct {
 	client    client.Reader
+	records   *cacheindex.Index[*bindv1alpha1.DNSRecord] // recordindex.Zones
 	endpoints PodEndpoints
 	agents    *agentClients
 
@@ -92,11 +96,7 @@ func (o *zoneOwners) push(ctx context.Context, zone *bindv1alpha1.BindZone) erro
 		return nil // the pod watch brings the zone back once the primary has an address
 	}
 	addr := pods[0].AgentAddr
-	body, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	sent := ownersSent{agent: agentKey(cluster, addr), digest: sha256.Sum256(body), at: time.Now()}
+	sent := ownersSent{agent: agentKey(cluster, addr), digest: ownersDigest(req), at: time.Now()}
 	o.mu.Lock()
 	last, had := o.sent[key]
 	o.mu.Unlock()
@@ -117,6 +117,34 @@ func (o *zoneOwners) push(ctx context.Context, zone *bindv1alpha1.BindZone) erro
 	o.sent[key] = sent
 	o.mu.Unlock()
 	return nil
+}
+
+// ownersDigest identifies what a push would send, without encoding it
+// (the request of a zone of 10,000 records is about 600 KB of JSON): each
+// field length-prefixed, so no two requests share a digest.
+func ownersDigest(req agent.OwnersRequest) [32]byte {
+	h := sha256.New()
+	var n [4]byte
+	count := func(c int) {
+		binary.BigEndian.PutUint32(n[:], uint32(c))
+		_, _ = h.Write(n[:])
+	}
+	field := func(s string) {
+		count(len(s))
+		_, _ = io.WriteString(h, s)
+	}
+	field(req.View)
+	field(req.Zone)
+	count(len(req.UpdateKeys))
+	for _, k := range req.UpdateKeys {
+		field(k)
+	}
+	count(len(req.Sets))
+	for _, set := range req.Sets {
+		field(set.Name)
+		field(set.Type)
+	}
+	return [32]byte(h.Sum(nil))
 }
 
 // forget drops what was sent for a deleted zone (the agent drops its
@@ -182,28 +210,28 @@ func (o *zoneOwners) keyName(ctx context.Context, namespace, name string) (strin
 func (o *zoneOwners) ownedSets(ctx context.Context, zone *bindv1alpha1.BindZone) ([]agent.OwnedSet, error) {
 	name := string(zone.Spec.ZoneName)
 	apex := records.ZoneFQDN(name)
-	seen := map[agent.OwnedSet]bool{{Name: apex, Type: "SOA"}: true, {Name: apex, Type: "NS"}: true}
-	for _, rs := range zone.Spec.Records {
-		seen[agent.OwnedSet{Name: records.FQDN(name, string(rs.Name)), Type: strings.ToUpper(string(rs.Type))}] = true
-	}
-	var list bindv1alpha1.DNSRecordList
-	if err := o.client.List(ctx, &list, client.MatchingFields{indexRecordZone: client.ObjectKeyFromObject(zone).String()}, client.UnsafeDisableDeepCopy); err != nil {
+	recs, err := o.records.Get(ctx, recordindex.Zone(client.ObjectKeyFromObject(zone)))
+	if err != nil {
 		return nil, err
 	}
-	for i := range list.Items {
-		rec := &list.Items[i]
-		seen[agent.OwnedSet{Name: records.FQDN(name, string(rec.Spec.Name)), Type: strings.ToUpper(string(rec.Spec.Type))}] = true
+	// A slice sorted and compacted, not a set: the push runs while
+	// thousands of records arrive, and a map of them was its largest
+	// allocation after the list.
+	sets := make([]agent.OwnedSet, 0, 2+len(zone.Spec.Records)+len(recs))
+	sets = append(sets, agent.OwnedSet{Name: apex, Type: "SOA"}, agent.OwnedSet{Name: apex, Type: "NS"})
+	for _, rs := range zone.Spec.Records {
+		sets = append(sets, agent.OwnedSet{Name: records.FQDN(name, string(rs.Name)), Type: strings.ToUpper(string(rs.Type))})
 	}
-	if len(seen) > agent.MaxOwnedSets {
-		return nil, fmt.Errorf("zone %s has %d record sets the operator owns, more than the %d its agent takes", name, len(seen), agent.MaxOwnedSets)
-	}
-	sets := make([]agent.OwnedSet, 0, len(seen))
-	for s := range seen {
-		sets = append(sets, s)
+	for _, rec := range recs {
+		sets = append(sets, agent.OwnedSet{Name: records.FQDN(name, string(rec.Spec.Name)), Type: strings.ToUpper(string(rec.Spec.Type))})
 	}
 	slices.SortFunc(sets, func(a, b agent.OwnedSet) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Type, b.Type))
 	})
+	sets = slices.Compact(sets)
+	if len(sets) > agent.MaxOwnedSets {
+		return nil, fmt.Errorf("zone %s has %d record sets the operator owns, more than the %d its agent takes", name, len(sets), agent.MaxOwnedSets)
+	}
 	return sets, nil
 }
 

@@ -71,6 +71,9 @@ type DNSRecordReconciler struct {
 	// still serves what it wrote, and restores it when not (drift). Zero
 	// means DefaultResyncPeriod; negative turns the check off.
 	ResyncPeriod time.Duration
+
+	// names finds the DNSRecords of a zone at a name (recordindex.Names).
+	names *recordindex.Index
 }
 
 // Finalizers are written with a merge patch, status with a status patch.
@@ -245,15 +248,15 @@ func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DN
 			return fmt.Sprintf("BindZone %q (spec.records)", zone.Name), nil
 		}
 	}
-	var list bindv1alpha1.DNSRecordList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{recordindex.ByZoneName: recordindex.Of(rec)}); err != nil {
+	others, err := r.names.Get(ctx, recordindex.Of(rec))
+	if err != nil {
 		return "", err
 	}
-	for _, o := range list.Items {
-		if o.UID == rec.UID || o.DeletionTimestamp != nil || !sameClaim(&o, rec) {
+	for _, o := range others {
+		if o.UID == rec.UID || o.DeletionTimestamp != nil || !sameClaim(o, rec) {
 			continue
 		}
-		if olderThan(&o, rec) {
+		if olderThan(o, rec) {
 			if o.Namespace != rec.Namespace {
 				return fmt.Sprintf("DNSRecord %s/%s", o.Namespace, o.Name), nil
 			}
@@ -279,10 +282,6 @@ func (r *DNSRecordReconciler) admitted(ctx context.Context, rec *bindv1alpha1.DN
 	}
 	return records.Admits(zone, rec.Namespace, ns.Labels, name, rec.Spec.Type), nil
 }
-
-// indexRecordZone indexes DNSRecords in the manager's cache, across
-// namespaces, by their zone's "namespace/name" (DNSRecord.ZoneKey).
-const indexRecordZone = "spec.zoneRef"
 
 // sameClaim tells whether two DNSRecords claim the same record set: zone
 // and owner name (recordindex.Of) and type. Names are canonical
@@ -372,20 +371,20 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers == 0 {
 		workers = 512
 	}
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(context.Background(), &bindv1alpha1.DNSRecord{}, indexRecordZone, func(o client.Object) []string {
-		return []string{o.(*bindv1alpha1.DNSRecord).ZoneKey().String()}
-	}); err != nil {
+	var err error
+	if r.names, err = recordindex.Names(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
-	if err := recordindex.Register(context.Background(), indexer); err != nil {
+	zoneRecords, err := recordindex.Zones(context.Background(), mgr.GetCache())
+	if err != nil {
 		return err
 	}
 	recordsOfZone := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return recordRequests(ctx, r.Client, client.MatchingFields{indexRecordZone: client.ObjectKeyFromObject(o).String()})
+		recs, _ := zoneRecords.Get(ctx, recordindex.Zone(client.ObjectKeyFromObject(o)))
+		return requestsOf(recs)
 	})
 	rivals := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return rivalsOf(ctx, r.Client, o.(*bindv1alpha1.DNSRecord))
+		return rivalsOf(ctx, r.names, o.(*bindv1alpha1.DNSRecord))
 	})
 	// A record's own status writes are not a reason to look at it again
 	// (each was one more DNS query per record); the spec, the resync
@@ -407,16 +406,11 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// recordRequests are the requests of the DNSRecords opts select.
-func recordRequests(ctx context.Context, c client.Reader, opts ...client.ListOption) []reconcile.Request {
-	var list bindv1alpha1.DNSRecordList
-	// Only the keys are read: no copy of every record of the zone.
-	if err := c.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, rec := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rec)})
+// requestsOf are the requests of recs.
+func requestsOf(recs []*bindv1alpha1.DNSRecord) []reconcile.Request {
+	reqs := make([]reconcile.Request, 0, len(recs))
+	for _, rec := range recs {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rec)})
 	}
 	return reqs
 }
@@ -429,10 +423,10 @@ func recordRequests(ctx context.Context, c client.Reader, opts ...client.ListOpt
 // delete the data again. That delete's prerequisite fails, and the UPDATE
 // batch it rides in is bisected: about 2×log2(batch) messages, one after
 // the other, instead of one.
-func rivalsOf(ctx context.Context, c client.Reader, rec *bindv1alpha1.DNSRecord) []reconcile.Request {
+func rivalsOf(ctx context.Context, names *recordindex.Index, rec *bindv1alpha1.DNSRecord) []reconcile.Request {
 	self := client.ObjectKeyFromObject(rec)
-	return slices.DeleteFunc(recordRequests(ctx, c, client.MatchingFields{recordindex.ByZoneName: recordindex.Of(rec)}),
-		func(q reconcile.Request) bool { return q.NamespacedName == self })
+	others, _ := names.Get(ctx, recordindex.Of(rec))
+	return slices.DeleteFunc(requestsOf(others), func(q reconcile.Request) bool { return q.NamespacedName == self })
 }
 
 // zoneMattersToRecords tells whether a zone's update concerns its

@@ -6,10 +6,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -21,8 +19,6 @@ import (
 // itself (a second reconcile of its own would delete its data twice).
 func TestRivalsOfLeaveOutTheRecordItself(t *testing.T) {
 	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
 	rec := func(ns, name, owner, typ string) *bindv1alpha1.DNSRecord {
 		return &bindv1alpha1.DNSRecord{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -31,17 +27,24 @@ func TestRivalsOfLeaveOutTheRecordItself(t *testing.T) {
 		}
 	}
 	going := rec("dns", "www", "www", "A")
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithIndex(&bindv1alpha1.DNSRecord{}, recordindex.ByZoneName, func(o client.Object) []string {
-			return []string{recordindex.Of(o.(*bindv1alpha1.DNSRecord))}
-		}).
-		WithObjects(going,
-			rec("dns", "www-later", "www", "A"),   // lost the claim to it
-			rec("team", "www-txt", "WWW.", "TXT"), // another namespace, another type, same name
-			rec("dns", "api", "api", "A"),         // another name
-		).Build()
-	g.Expect(rivalsOf(context.Background(), c, going)).To(ConsistOf(
+	informer := listed{toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &bindv1alpha1.DNSRecord{}, 0, toolscache.Indexers{})}
+	names, _, err := recordindex.OnInformer(informer)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, r := range []*bindv1alpha1.DNSRecord{going,
+		rec("dns", "www-later", "www", "A"),   // lost the claim to it
+		rec("team", "www-txt", "WWW.", "TXT"), // another namespace, another type, same name
+		rec("dns", "api", "api", "A"),         // another name
+	} {
+		g.Expect(informer.GetIndexer().Add(r)).To(Succeed())
+	}
+	g.Expect(rivalsOf(context.Background(), names, going)).To(ConsistOf(
 		reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "dns", Name: "www-later"}},
 		reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "www-txt"}},
 	))
 }
+
+// listed is an informer that has listed everything (its store is filled
+// by hand).
+type listed struct{ toolscache.SharedIndexInformer }
+
+func (listed) HasSynced() bool { return true }

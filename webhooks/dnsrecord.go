@@ -35,10 +35,10 @@ const dnsRecordPath = "/mutate-bind-unkin-net-v1alpha1-dnsrecord"
 // webhook reads the record's Namespace for its labels (RBAC below).
 type DNSRecordWebhook struct {
 	Reader client.Reader
-	// Index lists DNSRecords by recordindex.ByZoneName (the manager's
-	// cache). Nil: Reader lists the namespace's DNSRecords and filters
+	// Index finds DNSRecords by zone and name (recordindex.Names, in the
+	// manager's cache). Nil: Reader lists the DNSRecords and filters
 	// them.
-	Index client.Reader
+	Index *recordindex.Index
 }
 
 // zoneKey is where r's BindZone is (DNSRecord.ZoneKey), with the request's
@@ -52,27 +52,29 @@ func zoneKey(ctx context.Context, r *v1alpha1.DNSRecord) types.NamespacedName {
 }
 
 // sameName lists the other DNSRecords of r's zone at r's name, in every
-// namespace.
-func (w *DNSRecordWebhook) sameName(ctx context.Context, r *v1alpha1.DNSRecord) ([]v1alpha1.DNSRecord, error) {
-	var list v1alpha1.DNSRecordList
+// namespace. They may be the cache's own: read them, never change them.
+func (w *DNSRecordWebhook) sameName(ctx context.Context, r *v1alpha1.DNSRecord) ([]*v1alpha1.DNSRecord, error) {
 	key := recordindex.Key(zoneKey(ctx, r), string(r.Spec.Name))
 	self := types.NamespacedName{Namespace: namespaceOf(ctx, r.Namespace), Name: r.Name}
-	var err error
-	if w.Index != nil {
-		err = w.Index.List(ctx, &list, client.MatchingFields{recordindex.ByZoneName: key})
-	} else if w.Reader != nil {
-		err = w.Reader.List(ctx, &list)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := list.Items[:0]
-	for _, o := range list.Items {
-		if (types.NamespacedName{Namespace: o.Namespace, Name: o.Name}) != self && o.DeletionTimestamp == nil && recordindex.Of(&o) == key {
-			out = append(out, o)
+	var found []*v1alpha1.DNSRecord
+	switch {
+	case w.Index != nil:
+		var err error
+		if found, err = w.Index.Get(ctx, key); err != nil {
+			return nil, err
+		}
+	case w.Reader != nil:
+		var list v1alpha1.DNSRecordList
+		if err := w.Reader.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			found = append(found, &list.Items[i])
 		}
 	}
-	return out, nil
+	return slices.DeleteFunc(found, func(o *v1alpha1.DNSRecord) bool {
+		return (types.NamespacedName{Namespace: o.Namespace, Name: o.Name}) == self || o.DeletionTimestamp != nil || recordindex.Of(o) != key
+	}), nil
 }
 
 // validateCNAMEAcrossRecords: a CNAME cannot share its name with other
@@ -86,7 +88,7 @@ func (w *DNSRecordWebhook) validateCNAMEAcrossRecords(ctx context.Context, r *v1
 		*warns = append(*warns, fmt.Sprintf("other DNSRecords at %s could not be listed (%v); CNAME exclusivity was not checked", r.Spec.Name, err))
 		return nil
 	}
-	slices.SortFunc(others, func(a, b v1alpha1.DNSRecord) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(others, func(a, b *v1alpha1.DNSRecord) int { return strings.Compare(a.Name, b.Name) })
 	for _, o := range others {
 		if o.Spec.Type == r.Spec.Type || (o.Spec.Type != "CNAME" && r.Spec.Type != "CNAME") {
 			continue

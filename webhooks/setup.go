@@ -64,11 +64,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	// DNSRecords by zone and name, from the cache the controllers keep
 	// warm: the CNAME rule across DNSRecords looks up one name per call.
-	if err := recordindex.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	names, err := recordindex.Names(context.Background(), mgr.GetCache())
+	if err != nil {
 		return fmt.Errorf("indexing DNSRecords for the webhooks: %w", err)
 	}
 	if opts.Reader == nil {
-		ws.record.Index = mgr.GetCache()
+		ws.record.Index = names
 	}
 	return ws.register(mgr)
 }
