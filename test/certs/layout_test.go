@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"git.unkin.net/unkin/bind-operator/certs"
@@ -152,6 +154,32 @@ func TestManagerDeployment(t *testing.T) {
 		if labels[k] != v {
 			t.Errorf("webhook Service selects %s=%s, pods carry %q", k, v, labels[k])
 		}
+	}
+}
+
+// TestManagerMemoryLimitIsSoft: the manager ships with a soft limit for
+// the Go runtime (GOMEMLIMIT, docs/behaviours.md "Scale: the manager's
+// memory") at most half of its container's limits.memory, so the
+// executable fits beside it and a larger installation's live heap can
+// pass it, costing collector CPU, before the container is OOM-killed.
+func TestManagerMemoryLimitIsSoft(t *testing.T) {
+	_, c := managerContainer(t)
+	env, _, _ := unstructured.NestedSlice(c, "env")
+	soft := ""
+	for _, e := range env {
+		if e := e.(map[string]any); e["name"] == "GOMEMLIMIT" {
+			soft, _ = e["value"].(string)
+		}
+	}
+	m := regexp.MustCompile(`^([0-9]+)(B|KiB|MiB|GiB)$`).FindStringSubmatch(soft)
+	if m == nil {
+		t.Fatalf("GOMEMLIMIT = %q, want a size such as 64MiB", soft)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	softBytes := n << map[string]int{"B": 0, "KiB": 10, "MiB": 20, "GiB": 30}[m[2]]
+	hard, _, _ := unstructured.NestedString(c, "resources", "limits", "memory")
+	if q, err := resource.ParseQuantity(hard); err != nil || 2*softBytes > q.Value() {
+		t.Errorf("GOMEMLIMIT %s is more than half of limits.memory %q (%v)", soft, hard, err)
 	}
 }
 
