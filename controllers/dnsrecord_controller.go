@@ -96,7 +96,7 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	status := rec.Status.DeepCopy()
 	status.ObservedGeneration = rec.Generation
 	res, err := r.apply(ctx, &rec, status)
-	if uerr := patchStatus(ctx, r.Client, &rec, func(d *bindv1alpha1.DNSRecord) { d.Status = *status }); uerr != nil {
+	if uerr := replaceStatus(ctx, r.Client, &rec, &rec.Status, status); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	return res, err

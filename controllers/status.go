@@ -2,10 +2,13 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 
+	"gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,6 +24,27 @@ func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, s
 		return nil
 	}
 	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFrom(base)))
+}
+
+// replaceStatus writes status as obj's whole status, unless obj already
+// holds it, with a JSON patch that sets /status. It is patchStatus for a
+// kind whose status only its own controller writes (DNSRecord): a merge
+// patch is computed by encoding both whole objects and decoding them again
+// to diff them, which was half of what a DNSRecord's status write
+// allocated and, under 10,000 creates, a tenth of everything the leader
+// allocated. Like patchStatus it never conflicts with spec edits, and an
+// object deleted meanwhile is no error.
+func replaceStatus(ctx context.Context, c client.Client, obj client.Object, current, status any) error {
+	if equality.Semantic.DeepEqual(current, status) {
+		return nil
+	}
+	// "add" sets a member whether or not it exists (RFC 6902, 4.1), so
+	// the first status write needs nothing else.
+	patch, err := json.Marshal([]jsonpatch.Operation{jsonpatch.NewOperation("add", "/status", status)})
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)))
 }
 
 // setCondition records a condition as observed at obj's generation.

@@ -1,0 +1,55 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// TestReplaceStatusWritesTheWholeStatus: what the new status leaves out
+// is gone from the stored one (a record whose data was withdrawn must
+// not keep its appliedValues: they are its claim on the zone's data), a
+// spec edit made meanwhile is kept, and an unchanged status sends nothing.
+func TestReplaceStatusWritesTheWholeStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	g.Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
+	rec := &bindv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "www"},
+		Spec:       bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "example"}, Name: "www", Type: "A", Values: []string{"192.0.2.1"}},
+		Status: bindv1alpha1.DNSRecordStatus{FQDN: "www.example.", LastRcode: "NOERROR", AppliedValues: []string{"192.0.2.1"}, AppliedTTL: ptr.To[int32](60)},
+	}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rec).WithStatusSubresource(rec).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}).Build()
+
+	var read bindv1alpha1.DNSRecord
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rec), &read)).To(Succeed())
+	edited := read.DeepCopy()
+	edited.Spec.Values = []string{"192.0.2.2"}
+	g.Expect(c.Update(ctx, edited)).To(Succeed())
+
+	withdrawn := &bindv1alpha1.DNSRecordStatus{FQDN: "www.example.", ObservedGeneration: 1}
+	g.Expect(replaceStatus(ctx, c, &read, &read.Status, withdrawn)).To(Succeed())
+	g.Expect(patches).To(Equal(1))
+	var stored bindv1alpha1.DNSRecord
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rec), &stored)).To(Succeed())
+	g.Expect(stored.Status).To(Equal(*withdrawn))
+	g.Expect(stored.Spec.Values).To(Equal([]string{"192.0.2.2"}))
+
+	g.Expect(replaceStatus(ctx, c, &stored, &stored.Status, withdrawn.DeepCopy())).To(Succeed())
+	g.Expect(patches).To(Equal(1), "an unchanged status is not written")
+}
