@@ -27,7 +27,7 @@ func TestReplaceStatusWritesTheWholeStatus(t *testing.T) {
 	rec := &bindv1alpha1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "www"},
 		Spec:       bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "example"}, Name: "www", Type: "A", Values: []string{"192.0.2.1"}},
-		Status: bindv1alpha1.DNSRecordStatus{FQDN: "www.example.", LastRcode: "NOERROR", AppliedValues: []string{"192.0.2.1"}, AppliedTTL: ptr.To[int32](60)},
+		Status:     bindv1alpha1.DNSRecordStatus{FQDN: "www.example.", LastRcode: "NOERROR", AppliedValues: []string{"192.0.2.1"}, AppliedTTL: ptr.To[int32](60)},
 	}
 	patches := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rec).WithStatusSubresource(rec).
