@@ -27,7 +27,6 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/internal/cacheindex"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -59,7 +58,7 @@ const ownersWindow = time.Second
 // agent, skipping a push that would repeat the last one to the same agent.
 type zoneOwners struct {
 	client    client.Reader
-	records   *cacheindex.Index[*bindv1alpha1.DNSRecord] // recordindex.Zones
+	records   *recordindex.Index // recordindex.Zones
 	endpoints PodEndpoints
 	agents    *agentClients
 

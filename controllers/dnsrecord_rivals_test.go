@@ -28,7 +28,7 @@ func TestRivalsOfLeaveOutTheRecordItself(t *testing.T) {
 	}
 	going := rec("dns", "www", "www", "A")
 	informer := listed{toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &bindv1alpha1.DNSRecord{}, 0, toolscache.Indexers{})}
-	names, _, err := recordindex.OnInformer(informer)
+	names, err := recordindex.OnInformer(informer, recordindex.ByZoneName)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, r := range []*bindv1alpha1.DNSRecord{going,
 		rec("dns", "www-later", "www", "A"),   // lost the claim to it

@@ -17,6 +17,7 @@ package recordindex
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -94,12 +95,11 @@ func get(ctx context.Context, c cache.Cache, name string) (*Index, error) {
 	return idx, nil
 }
 
-// OnInformer adds both indexes to an informer of DNSRecords that is not a
-// manager's (a controller's tests), and returns them.
-func OnInformer(shared cacheindex.SharedIndexInformer) (names, zones *Index, err error) {
-	if names, err = cacheindex.OnInformer(shared, ByZoneName, keys[ByZoneName]); err != nil {
-		return nil, nil, err
+// OnInformer adds the index name (ByZoneName or ByZone) to an informer of
+// DNSRecords that is not a manager's (a controller's tests).
+func OnInformer(shared cacheindex.SharedIndexInformer, name string) (*Index, error) {
+	if keys[name] == nil {
+		return nil, fmt.Errorf("recordindex: no index %q; use ByZoneName or ByZone", name)
 	}
-	zones, err = cacheindex.OnInformer(shared, ByZone, keys[ByZone])
-	return names, zones, err
+	return cacheindex.OnInformer(shared, name, keys[name])
 }
