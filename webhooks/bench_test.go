@@ -1,13 +1,21 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
@@ -86,4 +94,59 @@ func BenchmarkPolicyRules(b *testing.B) {
 			b.Fatal(errs)
 		}
 	}
+}
+
+// BenchmarkDNSRecordAdmission is the webhook server's work for one
+// DNSRecord create as the API server sends it (issue 15 item 2): the
+// AdmissionReview over HTTP in (with the managedFields the API server has
+// already set), the JSON patch that adds the finalizer out.
+func BenchmarkDNSRecordAdmission(b *testing.B) {
+	zone := &v1alpha1.BindZone{ObjectMeta: objectMeta("example"), Spec: v1alpha1.BindZoneSpec{
+		ClusterRef: ref("dns"), ZoneName: "example.com", Type: v1alpha1.ZonePrimary, DefaultTTL: ptr.To[v1alpha1.TTL](60),
+	}}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		b.Fatal(err)
+	}
+	w := testWebhooks(b, zone).record
+	hook := withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w, w)
+	body := dnsRecordCreateReview(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/mutate-bind-unkin-net-v1alpha1-dnsrecord", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		hook.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"allowed":true`)) {
+			b.Fatalf("answer %d: %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+// dnsRecordCreateReview is the AdmissionReview of a canonical DNSRecord
+// create, as kube-apiserver 1.37 encodes it.
+func dnsRecordCreateReview(b testing.TB) []byte {
+	obj := []byte(`{"apiVersion":"bind.unkin.net/v1alpha1","kind":"DNSRecord","metadata":{"creationTimestamp":"2026-12-05T00:16:54Z","generation":1,` +
+		`"managedFields":[{"apiVersion":"bind.unkin.net/v1alpha1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{".":{},"f:name":{},"f:ttl":{},"f:type":{},"f:values":{},"f:zoneRef":{".":{},"f:name":{}}}},` +
+		`"manager":"kubectl","operation":"Update","time":"2026-12-05T00:16:54Z"}],"name":"r00001","namespace":"bench-x7k2p","uid":"0b1c5f0e-5a3e-4c39-9f51-7d1ac2f0e001"},` +
+		`"spec":{"name":"r00001","ttl":60,"type":"A","values":["192.0.2.1"],"zoneRef":{"name":"example"}}}`)
+	review := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: "5d0e7a8c-1f7b-4e55-8f2a-0b6c3d9e7f11", Kind: metav1.GroupVersionKind{Group: "bind.unkin.net", Version: "v1alpha1", Kind: "DNSRecord"},
+			Resource:        metav1.GroupVersionResource{Group: "bind.unkin.net", Version: "v1alpha1", Resource: "dnsrecords"},
+			RequestKind:     &metav1.GroupVersionKind{Group: "bind.unkin.net", Version: "v1alpha1", Kind: "DNSRecord"},
+			RequestResource: &metav1.GroupVersionResource{Group: "bind.unkin.net", Version: "v1alpha1", Resource: "dnsrecords"},
+			Name:            "r00001", Namespace: "ns", Operation: admissionv1.Create,
+			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:argocd:argocd-application-controller", Groups: []string{"system:serviceaccounts", "system:authenticated"}},
+			Object:   runtime.RawExtension{Raw: obj},
+			Options:  runtime.RawExtension{Raw: []byte(`{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kubectl"}`)},
+			DryRun:   ptr.To(false),
+		},
+	}
+	body, err := json.Marshal(review)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
 }

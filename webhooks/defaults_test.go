@@ -56,7 +56,7 @@ func ref(name string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjec
 
 // testWebhooks are the webhooks as SetupWithManager builds them, reading
 // objs (nil: no reader, so nothing is looked up).
-func testWebhooks(t *testing.T, objs ...client.Object) *webhooks {
+func testWebhooks(t testing.TB, objs ...client.Object) *webhooks {
 	t.Helper()
 	var r client.Reader
 	if objs != nil {

@@ -1,16 +1,23 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // oneCall admits a kind in a single mutating call: the object is defaulted
@@ -26,16 +33,98 @@ import (
 // reinvocationPolicy IfNeeded: a later mutating webhook that changes the
 // object calls this one again, and the DNSRecord controller refuses a spec
 // that does not canonicalise (ReasonInvalidRecord) whatever let it in.
-type oneCall[T runtime.Object] struct {
-	decoder   admission.Decoder
+//
+// It serves the AdmissionReview itself (ServeHTTP) rather than through
+// controller-runtime's admission.Webhook, for the same reason: that one
+// parses each review twice (once to find its kind) and each object twice,
+// and diffs two encodings of the whole object to find the finalizer it
+// added. Here the review and the object are each parsed once, and the
+// finalizer is one patch operation; only a spec the defaulting changed is
+// diffed (BenchmarkDNSRecordAdmission).
+type oneCall[T client.Object] struct {
 	defaulter admission.Defaulter[T]
 	validator admission.Validator[T]
 	new       func() T
 }
 
-// withOneCall is the admission.Webhook of oneCall for T.
-func withOneCall[T runtime.Object](scheme *runtime.Scheme, newT func() T, d admission.Defaulter[T], v admission.Validator[T]) *admission.Webhook {
-	return &admission.Webhook{Handler: &oneCall[T]{decoder: admission.NewDecoder(scheme), defaulter: d, validator: v, new: newT}}
+// withOneCall is the webhook handler of oneCall for T. The webhook server
+// wraps it in controller-runtime's webhook metrics (Server.Register).
+func withOneCall[T client.Object](newT func() T, d admission.Defaulter[T], v admission.Validator[T]) *oneCall[T] {
+	return &oneCall[T]{defaulter: d, validator: v, new: newT}
+}
+
+// maxReviewSize bounds the AdmissionReview read from the API server, as
+// controller-runtime's webhooks do: an object is at most 3 MiB (etcd's
+// request limit) and an update's review carries it twice.
+const maxReviewSize = 7 << 20
+
+// ServeHTTP answers one AdmissionReview (admission.k8s.io/v1, the only
+// version the configuration accepts). A review it cannot read is answered
+// with an error in the review, as controller-runtime does: the API server
+// then refuses the write (failurePolicy Fail) with that message.
+func (h *oneCall[T]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var resp admission.Response
+	req, code, err := readReview(r)
+	if err != nil {
+		resp = admission.Errored(code, err)
+	} else {
+		resp = h.handleRecovered(r.Context(), req)
+	}
+	if err := resp.Complete(req); err != nil {
+		resp = admission.Errored(http.StatusInternalServerError, err)
+		_ = resp.Complete(req)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(admissionv1.AdmissionReview{
+		TypeMeta: reviewType,
+		Response: &resp.AdmissionResponse,
+	}); err != nil {
+		// The connection broke: nothing more can be sent on it.
+		log.FromContext(r.Context()).V(1).Info("writing an admission response", "error", err.Error())
+	}
+}
+
+var reviewType = metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"}
+
+// readReview reads and parses one AdmissionReview request. The code is
+// the HTTP status of the error.
+func readReview(r *http.Request) (admission.Request, int32, error) {
+	var req admission.Request
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		return req, http.StatusBadRequest, fmt.Errorf("content type %q: an AdmissionReview is sent as application/json", ct)
+	}
+	if r.Body == nil {
+		return req, http.StatusBadRequest, errors.New("the request has no body: an AdmissionReview was expected")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewSize+1))
+	if err != nil {
+		return req, http.StatusBadRequest, fmt.Errorf("reading the AdmissionReview: %w", err)
+	}
+	if len(body) > maxReviewSize {
+		return req, http.StatusRequestEntityTooLarge, fmt.Errorf("the AdmissionReview is larger than %d bytes", maxReviewSize)
+	}
+	var review admissionv1.AdmissionReview
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &review); err != nil {
+		return req, http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %w", err)
+	}
+	if review.TypeMeta != reviewType || review.Request == nil {
+		return req, http.StatusBadRequest, fmt.Errorf("expected an %s AdmissionReview with a request, got %q %q", reviewType.APIVersion, review.APIVersion, review.Kind)
+	}
+	req.AdmissionRequest = *review.Request
+	return req, 0, nil
+}
+
+// handleRecovered is Handle that answers a panic with an error instead of
+// dropping the API server's connection: the write is refused, the
+// webhook keeps serving.
+func (h *oneCall[T]) handleRecovered(ctx context.Context, req admission.Request) (resp admission.Response) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.FromContext(ctx).Error(fmt.Errorf("%v", p), "admission panicked", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+			resp = admission.Errored(http.StatusInternalServerError, errors.New("the webhook failed on this object; the operator's log has the cause"))
+		}
+	}()
+	return h.Handle(ctx, req)
 }
 
 // Handle defaults, validates and patches one CREATE or UPDATE; every other
@@ -45,13 +134,14 @@ func (h *oneCall[T]) Handle(ctx context.Context, req admission.Request) admissio
 		return admission.Allowed("")
 	}
 	ctx = admission.NewContextWithRequest(ctx, req)
-	obj := h.new()
-	if err := h.decoder.DecodeRaw(req.Object, obj); err != nil {
+	obj, err := h.decode(req.Object.Raw)
+	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	// The patch is taken between two encodings of the Go type, not from
-	// the raw request: fields the type drops (an empty list the client
-	// spelled out) then never turn into "remove" operations.
+	// The spec's patch is taken between two encodings of the Go type, not
+	// from the raw request: fields the type drops (an empty list the
+	// client spelled out) then never turn into "remove" operations.
+	finalizers := slices.Clone(obj.GetFinalizers())
 	before, err := json.Marshal(obj)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -63,8 +153,8 @@ func (h *oneCall[T]) Handle(ctx context.Context, req admission.Request) admissio
 	if req.Operation == admissionv1.Create {
 		warnings, err = h.validator.ValidateCreate(ctx, obj)
 	} else {
-		old := h.new()
-		if derr := h.decoder.DecodeRaw(req.OldObject, old); derr != nil {
+		old, derr := h.decode(req.OldObject.Raw)
+		if derr != nil {
 			return admission.Errored(http.StatusBadRequest, derr)
 		}
 		warnings, err = h.validator.ValidateUpdate(ctx, old, obj)
@@ -72,11 +162,53 @@ func (h *oneCall[T]) Handle(ctx context.Context, req admission.Request) admissio
 	if err != nil {
 		return denied(err, warnings)
 	}
-	after, err := json.Marshal(obj)
+	patch, err := patchOf(obj, before, finalizers)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(before, after).WithWarnings(warnings...)
+	resp := admission.Allowed("")
+	if len(patch) > 0 {
+		resp = admission.Patched("", patch...)
+	}
+	return resp.WithWarnings(warnings...)
+}
+
+// decode parses an object of the request, as the API server's JSON
+// serializer does (case-sensitive field names).
+func (h *oneCall[T]) decode(raw []byte) (T, error) {
+	obj := h.new()
+	if len(raw) == 0 {
+		return obj, errors.New("the AdmissionReview carries no object")
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
+		return obj, fmt.Errorf("decoding the object: %w", err)
+	}
+	return obj, nil
+}
+
+// patchOf is the JSON patch from the object as it came (encoded as before,
+// with these finalizers) to obj. A changed finalizer list is one
+// operation; anything else the defaulting changed (a non-canonical spec)
+// is diffed. A canonical create, the common case, needs no diff.
+func patchOf(obj client.Object, before []byte, finalizers []string) ([]jsonpatch.Operation, error) {
+	now := obj.GetFinalizers()
+	obj.SetFinalizers(finalizers)
+	after, err := json.Marshal(obj)
+	obj.SetFinalizers(now)
+	if err != nil {
+		return nil, err
+	}
+	var patch []jsonpatch.Operation
+	if !bytes.Equal(before, after) {
+		if patch, err = jsonpatch.CreatePatch(before, after); err != nil {
+			return nil, err
+		}
+	}
+	if !slices.Equal(finalizers, now) {
+		// "add" of a member that exists replaces it (RFC 6902 4.1).
+		patch = append(patch, jsonpatch.NewOperation("add", "/metadata/finalizers", now))
+	}
+	return patch, nil
 }
 
 // denied answers with err's Status when it has one (apierrors.NewInvalid:

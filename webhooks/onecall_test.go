@@ -1,9 +1,11 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
@@ -27,7 +29,7 @@ func TestDNSRecordOneCall(t *testing.T) {
 	scheme := runtime.NewScheme()
 	NewWithT(t).Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
 	w := testWebhooks(t, zone).record
-	hook := withOneCall(scheme, func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w, w)
+	hook := withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w, w)
 
 	raw := func(t *testing.T, spec v1alpha1.DNSRecordSpec, finalizers ...string) runtime.RawExtension {
 		r := v1alpha1.DNSRecord{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DNSRecord"}, ObjectMeta: objectMeta("r"), Spec: spec}
@@ -39,25 +41,38 @@ func TestDNSRecordOneCall(t *testing.T) {
 	request := func(op admissionv1.Operation, obj, old runtime.RawExtension) admission.Request {
 		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "1", Operation: op, Namespace: "ns", Name: "r", Object: obj, OldObject: old}}
 	}
+	// admit sends req to the webhook as the API server does: an
+	// AdmissionReview over HTTP, its answer read back.
+	admit := func(t *testing.T, req admission.Request) admissionv1.AdmissionResponse {
+		t.Helper()
+		return serveReview(t, hook, reviewOf(t, req))
+	}
+	patchOf := func(t *testing.T, resp admissionv1.AdmissionResponse) []jsonpatch.JsonPatchOperation {
+		t.Helper()
+		var ops []jsonpatch.JsonPatchOperation
+		if resp.Patch != nil {
+			NewWithT(t).Expect(json.Unmarshal(resp.Patch, &ops)).To(Succeed())
+		}
+		return ops
+	}
 	canonical := v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "www", Type: "A", TTL: ptr.To[v1alpha1.TTL](60), Values: []string{"192.0.2.1"}}
 
 	t.Run("a canonical create gets only its finalizer", func(t *testing.T) {
 		g := NewWithT(t)
-		resp := hook.Handle(context.Background(), request(admissionv1.Create, raw(t, canonical), runtime.RawExtension{}))
+		resp := admit(t, request(admissionv1.Create, raw(t, canonical), runtime.RawExtension{}))
 		g.Expect(resp.Allowed).To(BeTrue())
-		g.Expect(resp.Patches).To(Equal([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/metadata/finalizers", Value: []any{v1alpha1.DNSRecordFinalizer}}}))
+		g.Expect(resp.UID).To(BeEquivalentTo("1"))
+		g.Expect(patchOf(t, resp)).To(Equal([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/metadata/finalizers", Value: []any{v1alpha1.DNSRecordFinalizer}}}))
 	})
 
 	t.Run("a create is canonicalised against its zone", func(t *testing.T) {
 		g := NewWithT(t)
 		spec := v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "WWW.example.com.", Type: "a", Values: []string{"192.0.2.1", "192.0.2.1"}}
 		req := request(admissionv1.Create, raw(t, spec), runtime.RawExtension{})
-		resp := hook.Handle(context.Background(), req)
+		resp := admit(t, req)
 		g.Expect(resp.Allowed).To(BeTrue())
 		g.Expect(resp.PatchType).To(Equal(ptr.To(admissionv1.PatchTypeJSONPatch)))
-		patch, err := json.Marshal(resp.Patches)
-		g.Expect(err).NotTo(HaveOccurred())
-		p, err := jsonpatchapply.DecodePatch(patch)
+		p, err := jsonpatchapply.DecodePatch(resp.Patch)
 		g.Expect(err).NotTo(HaveOccurred())
 		out, err := p.Apply(req.Object.Raw)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -71,18 +86,18 @@ func TestDNSRecordOneCall(t *testing.T) {
 		g := NewWithT(t)
 		old := canonical.DeepCopy()
 		old.Values = []string{"192.0.2.9"}
-		resp := hook.Handle(context.Background(), request(admissionv1.Update, raw(t, canonical), raw(t, *old, v1alpha1.DNSRecordFinalizer)))
+		resp := admit(t, request(admissionv1.Update, raw(t, canonical), raw(t, *old, v1alpha1.DNSRecordFinalizer)))
 		g.Expect(resp.Allowed).To(BeTrue())
-		g.Expect(resp.Patches).To(BeEmpty())
+		g.Expect(resp.Patch).To(BeEmpty())
 	})
 
 	t.Run("an invalid record is denied with its field path", func(t *testing.T) {
 		g := NewWithT(t)
 		bad := canonical.DeepCopy()
 		bad.Values = []string{"192.0.2.300"}
-		resp := hook.Handle(context.Background(), request(admissionv1.Create, raw(t, *bad), runtime.RawExtension{}))
+		resp := admit(t, request(admissionv1.Create, raw(t, *bad), runtime.RawExtension{}))
 		g.Expect(resp.Allowed).To(BeFalse())
-		g.Expect(resp.Patches).To(BeEmpty())
+		g.Expect(resp.Patch).To(BeEmpty())
 		g.Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusUnprocessableEntity))
 		g.Expect(resp.Result.Reason).To(Equal(metav1.StatusReasonInvalid))
 		g.Expect(resp.Result.Details.Causes).To(ConsistOf(HaveField("Field", "spec.values[0]")))
@@ -94,8 +109,119 @@ func TestDNSRecordOneCall(t *testing.T) {
 	})
 
 	t.Run("a delete is allowed untouched", func(t *testing.T) {
-		resp := hook.Handle(context.Background(), request(admissionv1.Delete, runtime.RawExtension{}, raw(t, canonical)))
+		resp := admit(t, request(admissionv1.Delete, runtime.RawExtension{}, raw(t, canonical)))
 		NewWithT(t).Expect(resp.Allowed).To(BeTrue())
-		NewWithT(t).Expect(resp.Patches).To(BeEmpty())
+		NewWithT(t).Expect(resp.Patch).To(BeEmpty())
 	})
+
+	t.Run("another finalizer is kept beside ours", func(t *testing.T) {
+		g := NewWithT(t)
+		req := request(admissionv1.Create, raw(t, canonical, "example.com/audit"), runtime.RawExtension{})
+		resp := admit(t, req)
+		g.Expect(resp.Allowed).To(BeTrue())
+		p, err := jsonpatchapply.DecodePatch(resp.Patch)
+		g.Expect(err).NotTo(HaveOccurred())
+		out, err := p.Apply(req.Object.Raw)
+		g.Expect(err).NotTo(HaveOccurred())
+		var got v1alpha1.DNSRecord
+		g.Expect(json.Unmarshal(out, &got)).To(Succeed())
+		g.Expect(got.Finalizers).To(Equal([]string{"example.com/audit", v1alpha1.DNSRecordFinalizer}))
+		g.Expect(got.Spec).To(Equal(canonical))
+	})
+
+	t.Run("what is not an AdmissionReview is answered with an error", func(t *testing.T) {
+		body, err := json.Marshal(reviewOf(t, request(admissionv1.Create, raw(t, canonical), runtime.RawExtension{})))
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		for _, c := range []struct {
+			name, contentType string
+			body              []byte
+			code              int32
+		}{
+			{"wrong content type", "application/yaml", body, http.StatusBadRequest},
+			{"not JSON", "application/json", []byte("{"), http.StatusBadRequest},
+			{"another kind", "application/json", bytes.Replace(body, []byte(`"AdmissionReview"`), []byte(`"ConversionReview"`), 1), http.StatusBadRequest},
+			{"no request", "application/json", []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), http.StatusBadRequest},
+			{"too large", "application/json", bytes.Repeat([]byte(" "), maxReviewSize+1), http.StatusRequestEntityTooLarge},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				resp := postReview(t, hook, c.contentType, c.body)
+				NewWithT(t).Expect(resp.Allowed).To(BeFalse())
+				NewWithT(t).Expect(resp.Result.Code).To(Equal(c.code))
+			})
+		}
+	})
+}
+
+// TestOneCallAnswersAPanicWithAnError: a validator that panics refuses the
+// write; the webhook server goes on serving.
+func TestOneCallAnswersAPanicWithAnError(t *testing.T) {
+	g := NewWithT(t)
+	hook := withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, panicking{}, panicking{})
+	obj, err := json.Marshal(v1alpha1.DNSRecord{ObjectMeta: objectMeta("r")})
+	g.Expect(err).NotTo(HaveOccurred())
+	resp := serveReview(t, hook, reviewOf(t, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "2", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: obj}}}))
+	g.Expect(resp.Allowed).To(BeFalse())
+	g.Expect(resp.UID).To(BeEquivalentTo("2"))
+	g.Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusInternalServerError))
+}
+
+// FuzzOneCallReview: whatever body arrives, the webhook answers with an
+// AdmissionReview and never panics (the body is network input).
+func FuzzOneCallReview(f *testing.F) {
+	zone := &v1alpha1.BindZone{ObjectMeta: objectMeta("example"), Spec: v1alpha1.BindZoneSpec{
+		ClusterRef: ref("dns"), ZoneName: "example.com", Type: v1alpha1.ZonePrimary,
+	}}
+	w := testWebhooks(f, zone).record
+	hook := withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w, w)
+	f.Add(dnsRecordCreateReview(f))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"UPDATE","object":{"spec":{"type":"CNAME"}},"oldObject":null}}`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE","object":{"metadata":{"finalizers":[null]},"spec":{"values":[""]}}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		postReview(t, hook, "application/json", body)
+	})
+}
+
+// panicking is a DNSRecord defaulter and validator that panics.
+type panicking struct{}
+
+func (panicking) Default(context.Context, *v1alpha1.DNSRecord) error { return nil }
+func (panicking) ValidateCreate(context.Context, *v1alpha1.DNSRecord) (admission.Warnings, error) {
+	panic("validator bug")
+}
+func (panicking) ValidateUpdate(context.Context, *v1alpha1.DNSRecord, *v1alpha1.DNSRecord) (admission.Warnings, error) {
+	panic("validator bug")
+}
+func (panicking) ValidateDelete(context.Context, *v1alpha1.DNSRecord) (admission.Warnings, error) {
+	panic("validator bug")
+}
+
+// reviewOf is the AdmissionReview the API server sends for req.
+func reviewOf(t testing.TB, req admission.Request) admissionv1.AdmissionReview {
+	t.Helper()
+	return admissionv1.AdmissionReview{TypeMeta: reviewType, Request: &req.AdmissionRequest}
+}
+
+// serveReview posts review to h and returns the answer.
+func serveReview(t testing.TB, h http.Handler, review admissionv1.AdmissionReview) admissionv1.AdmissionResponse {
+	t.Helper()
+	body, err := json.Marshal(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return postReview(t, h, "application/json", body)
+}
+
+// postReview posts body to h as the API server would and reads the
+// AdmissionReview it answers: every answer, even to garbage, must be one.
+func postReview(t testing.TB, h http.Handler, contentType string, body []byte) admissionv1.AdmissionResponse {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, dnsRecordPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	h.ServeHTTP(rec, req)
+	var out admissionv1.AdmissionReview
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil || out.TypeMeta != reviewType || out.Response == nil {
+		t.Fatalf("answer %d %q: want an AdmissionReview with a response", rec.Code, rec.Body)
+	}
+	return *out.Response
 }

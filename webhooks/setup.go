@@ -134,7 +134,7 @@ func (w *webhooks) register(mgr ctrl.Manager) error {
 		},
 		func() error {
 			// One call for the kind created by the thousand (oneCall).
-			mgr.GetWebhookServer().Register(dnsRecordPath, withOneCall(mgr.GetScheme(), func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w.record, w.record))
+			mgr.GetWebhookServer().Register(dnsRecordPath, withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w.record, w.record))
 			return nil
 		},
 		func() error {
