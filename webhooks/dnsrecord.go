@@ -20,8 +20,13 @@ import (
 )
 
 // One mutating webhook defaults and validates a DNSRecord (oneCall); the
-// kind has no validating webhook.
-// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-dnsrecord,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create;update,versions=v1alpha1,name=mdnsrecord.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// kind has no validating webhook. Creates and updates are two entries of
+// the same call: an update is sent only when its spec changed
+// (matchConditions), and a create, which always is, skips the CEL
+// evaluation the API server would otherwise run on every one of the
+// thousands a GitOps tool applies (issue 15 item 2).
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-dnsrecord,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=create,versions=v1alpha1,name=mdnsrecord.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,reinvocationPolicy=IfNeeded
+// +kubebuilder:webhook:path=/mutate-bind-unkin-net-v1alpha1-dnsrecord,mutating=true,failurePolicy=fail,sideEffects=None,groups=bind.unkin.net,resources=dnsrecords,verbs=update,versions=v1alpha1,name=mdnsrecord-update.bind.unkin.net,admissionReviewVersions=v1,timeoutSeconds=10,matchPolicy=Equivalent,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"spec-changed","expression":"!has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 // Namespace labels decide which namespaces a BindZone admits DNSRecords from
 // (spec.allowedRecords); the webhook and the DNSRecord controller read them.
