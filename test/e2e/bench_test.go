@@ -171,14 +171,17 @@ func TestInClusterBench(t *testing.T) {
 		return client.IgnoreNotFound(err)
 	}))
 	testkit.Must(t, c.Delete(ctx, lat))
+	answered := time.Since(start)
+	// Whether any is left, not all of them: listing up to 10,000 objects
+	// every second would load the API server whose pace is measured.
 	NewWithT(t).Eventually(func() (int, error) {
 		var l v1.DNSRecordList
-		err := c.List(ctx, &l, client.InNamespace(ns))
+		err := c.List(ctx, &l, client.InNamespace(ns), client.Limit(1))
 		return len(l.Items), err
 	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeZero(), "deleted DNSRecords still there")
 	deleted := time.Since(start)
 	profiledDelete()
-	t.Logf("cleanup: %d DNSRecords deleted (their data removed from the zone) in %s", benchRecords, deleted.Round(time.Millisecond))
+	t.Logf("cleanup: %d DNSRecords deleted (their data removed from the zone) in %s; the DELETE requests were answered in %s", benchRecords, deleted.Round(time.Millisecond), answered.Round(time.Millisecond))
 	printBenchGoals(t, []benchGoal{
 		{"DNSRecords reach every secondary at ≥ 80% of the rate the API server and webhooks admit them",
 			fmt.Sprintf("%.1f%% (admitted in %s, on every secondary %s)", 100*opBulk.created.Seconds()/opBulk.secondaries.Seconds(), opBulk.created.Round(time.Millisecond), opBulk.secondaries.Round(time.Millisecond)),

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -69,6 +71,11 @@ func profileLeader(ctx context.Context, t *testing.T, what string, d time.Durati
 		return func() {}
 	}
 	leader := leaderPod(ctx, t)
+	// Tests talk only to loopback and the test range (docs/testing.md).
+	if ip, err := netip.ParseAddr(leader.Status.PodIP); err != nil || !localcluster.IsTestHost(ip) {
+		t.Logf("operator pprof: the leader's address %q is outside the test range; not profiling", leader.Status.PodIP)
+		return func() {}
+	}
 	base := "http://" + net.JoinHostPort(leader.Status.PodIP, operatorPprofPort) + "/debug/pprof/"
 	save := func(path, file string, timeout time.Duration) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
