@@ -54,8 +54,8 @@ func withOneCall[T client.Object](newT func() T, d admission.Defaulter[T], v adm
 }
 
 // maxReviewSize bounds the AdmissionReview read from the API server, as
-// controller-runtime's webhooks do: an object is at most 3 MiB (etcd's
-// request limit) and an update's review carries it twice.
+// controller-runtime's webhooks do: a request body is at most 3 MiB (the
+// API server's own limit) and an update's review carries the object twice.
 const maxReviewSize = 7 << 20
 
 // ServeHTTP answers one AdmissionReview (admission.k8s.io/v1, the only

@@ -101,6 +101,8 @@ func TestInClusterBench(t *testing.T) {
 	}
 	testkit.Must(t, c.Create(ctx, lat))
 	waitA(ctx, t, ips[0], "lat."+opZone, "192.0.2.250", "primary")
+	token := metricsReaderToken(ctx, t)
+	editsBefore := managerTimes(ctx, t, token)
 	opLat := benchLatency(ctx, t, ips, "lat."+opZone, func(i int, value string) {
 		// A patch, as kubectl apply sends: the operator's status writes
 		// keep moving the resourceVersion.
@@ -118,6 +120,8 @@ func TestInClusterBench(t *testing.T) {
 		benchRow{"operator: DNSRecord edit via the API server", fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), opLat.served.summary(),
 			fmt.Sprintf("p50 +%s", (opLat.served.p(50) - rawLat.served.p(50)).Round(100*time.Microsecond))},
 		benchRow{"", "… of which", opLat.stages("PATCH"), ""},
+		benchRow{"", "… inside the operator's leader (the DNSRecord controller's workqueue_queue_duration_seconds and controller_runtime_reconcile_time_seconds)",
+			reconcileSummary(leaderTimes(ctx, t, managerTimes(ctx, t, token), editsBefore)), ""},
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
 
@@ -132,7 +136,7 @@ func TestInClusterBench(t *testing.T) {
 	rawBulk := benchRawBulk(ctx, t, ips, rawZone, transfer)
 	// The heap profile is taken 20 s into the creates, near the peak.
 	profiled := profileLeader(ctx, t, fmt.Sprintf("records-%d", benchRecords), 20*time.Second)
-	opBulk := benchOperatorBulk(ctx, t, c, own, ns, ips, opZone, transfer)
+	opBulk := benchOperatorBulk(ctx, t, c, own, token, ns, ips, opZone, transfer)
 	profiled()
 	rate := func(d time.Duration) float64 { return benchRecords / d.Seconds() }
 	rows = append(rows,
@@ -361,10 +365,9 @@ func benchRawBulk(ctx context.Context, t *testing.T, ips []string, zone string, 
 // benchOperatorBulk creates benchRecords DNSRecords through the API server
 // (32 clients at once, as a GitOps tool applying a large folder would) and
 // waits until named serves them all, then until they all report Ready.
-func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *requestCounter, ns string, ips []string, zone string, transfer tsigKey) bulk {
+func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *requestCounter, token, ns string, ips []string, zone string, transfer tsigKey) bulk {
 	t.Helper()
 	var res bulk
-	token := metricsReaderToken(ctx, t)
 	fams := apiServerMetrics(ctx, t)
 	apiBefore, ownBefore, timesBefore, managerBefore := apiServerRequests(fams, own.resource), own.snapshot(), apiServerTimes(fams), managerTimes(ctx, t, token)
 	start := time.Now()
