@@ -134,9 +134,17 @@ func (a apiTimes) addHistogram(key string, h *dto.Histogram) {
 // reconcileSummary is the table's text for the DNSRecord controller's
 // queue and reconcile times in d (after − before, one pod).
 func reconcileSummary(d apiTimes) string {
+	// A queue wait is microseconds when the key is idle; mean's 100 µs
+	// rounding would print it as 0.
+	mean := func(key string) time.Duration {
+		if d[key].count <= 0 {
+			return 0
+		}
+		return time.Duration(d[key].sum / d[key].count * float64(time.Second)).Round(time.Microsecond)
+	}
+	slow := time.Duration(slowAfter * float64(time.Second))
 	return fmt.Sprintf("queued %s on average (%.0f of %.0f over %s), reconciled in %s (%.0f over %s)",
-		d.mean("queue"), d["queue slow"].count, d["queue"].count, time.Duration(slowAfter*float64(time.Second)),
-		d.mean("reconcile"), d["reconcile slow"].count, time.Duration(slowAfter*float64(time.Second)))
+		mean("queue"), d["queue slow"].count, d["queue"].count, slow, mean("reconcile"), d["reconcile slow"].count, slow)
 }
 
 // mean is key's mean duration, or 0 without samples.
