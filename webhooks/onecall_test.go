@@ -45,15 +45,29 @@ func TestDNSRecordOneCall(t *testing.T) {
 	// AdmissionReview over HTTP, its answer read back.
 	admit := func(t *testing.T, req admission.Request) admissionv1.AdmissionResponse {
 		t.Helper()
-		return serveReview(t, hook, reviewOf(t, req))
+		return serveReview(t, hook, reviewOf(req))
 	}
-	patchOf := func(t *testing.T, resp admissionv1.AdmissionResponse) []jsonpatch.JsonPatchOperation {
+	// opsOf is the answer's patch as operations.
+	opsOf := func(t *testing.T, resp admissionv1.AdmissionResponse) []jsonpatch.JsonPatchOperation {
 		t.Helper()
 		var ops []jsonpatch.JsonPatchOperation
 		if resp.Patch != nil {
 			NewWithT(t).Expect(json.Unmarshal(resp.Patch, &ops)).To(Succeed())
 		}
 		return ops
+	}
+	// patched is the object of req with the answer's patch applied, as
+	// the API server applies it.
+	patched := func(t *testing.T, req admission.Request, resp admissionv1.AdmissionResponse) v1alpha1.DNSRecord {
+		t.Helper()
+		g := NewWithT(t)
+		p, err := jsonpatchapply.DecodePatch(resp.Patch)
+		g.Expect(err).NotTo(HaveOccurred())
+		out, err := p.Apply(req.Object.Raw)
+		g.Expect(err).NotTo(HaveOccurred())
+		var got v1alpha1.DNSRecord
+		g.Expect(json.Unmarshal(out, &got)).To(Succeed())
+		return got
 	}
 	canonical := v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "www", Type: "A", TTL: ptr.To[v1alpha1.TTL](60), Values: []string{"192.0.2.1"}}
 
@@ -62,7 +76,7 @@ func TestDNSRecordOneCall(t *testing.T) {
 		resp := admit(t, request(admissionv1.Create, raw(t, canonical), runtime.RawExtension{}))
 		g.Expect(resp.Allowed).To(BeTrue())
 		g.Expect(resp.UID).To(BeEquivalentTo("1"))
-		g.Expect(patchOf(t, resp)).To(Equal([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/metadata/finalizers", Value: []any{v1alpha1.DNSRecordFinalizer}}}))
+		g.Expect(opsOf(t, resp)).To(Equal([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/metadata/finalizers", Value: []any{v1alpha1.DNSRecordFinalizer}}}))
 	})
 
 	t.Run("a create is canonicalised against its zone", func(t *testing.T) {
@@ -72,12 +86,7 @@ func TestDNSRecordOneCall(t *testing.T) {
 		resp := admit(t, req)
 		g.Expect(resp.Allowed).To(BeTrue())
 		g.Expect(resp.PatchType).To(Equal(ptr.To(admissionv1.PatchTypeJSONPatch)))
-		p, err := jsonpatchapply.DecodePatch(resp.Patch)
-		g.Expect(err).NotTo(HaveOccurred())
-		out, err := p.Apply(req.Object.Raw)
-		g.Expect(err).NotTo(HaveOccurred())
-		var got v1alpha1.DNSRecord
-		g.Expect(json.Unmarshal(out, &got)).To(Succeed())
+		got := patched(t, req, resp)
 		g.Expect(got.Spec).To(Equal(canonical))
 		g.Expect(got.Finalizers).To(Equal([]string{v1alpha1.DNSRecordFinalizer}))
 	})
@@ -119,18 +128,13 @@ func TestDNSRecordOneCall(t *testing.T) {
 		req := request(admissionv1.Create, raw(t, canonical, "example.com/audit"), runtime.RawExtension{})
 		resp := admit(t, req)
 		g.Expect(resp.Allowed).To(BeTrue())
-		p, err := jsonpatchapply.DecodePatch(resp.Patch)
-		g.Expect(err).NotTo(HaveOccurred())
-		out, err := p.Apply(req.Object.Raw)
-		g.Expect(err).NotTo(HaveOccurred())
-		var got v1alpha1.DNSRecord
-		g.Expect(json.Unmarshal(out, &got)).To(Succeed())
+		got := patched(t, req, resp)
 		g.Expect(got.Finalizers).To(Equal([]string{"example.com/audit", v1alpha1.DNSRecordFinalizer}))
 		g.Expect(got.Spec).To(Equal(canonical))
 	})
 
 	t.Run("what is not an AdmissionReview is answered with an error", func(t *testing.T) {
-		body, err := json.Marshal(reviewOf(t, request(admissionv1.Create, raw(t, canonical), runtime.RawExtension{})))
+		body, err := json.Marshal(reviewOf(request(admissionv1.Create, raw(t, canonical), runtime.RawExtension{})))
 		NewWithT(t).Expect(err).NotTo(HaveOccurred())
 		for _, c := range []struct {
 			name, contentType string
@@ -159,7 +163,7 @@ func TestOneCallAnswersAPanicWithAnError(t *testing.T) {
 	hook := withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, panicking{}, panicking{})
 	obj, err := json.Marshal(v1alpha1.DNSRecord{ObjectMeta: objectMeta("r")})
 	g.Expect(err).NotTo(HaveOccurred())
-	resp := serveReview(t, hook, reviewOf(t, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "2", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: obj}}}))
+	resp := serveReview(t, hook, reviewOf(admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "2", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: obj}}}))
 	g.Expect(resp.Allowed).To(BeFalse())
 	g.Expect(resp.UID).To(BeEquivalentTo("2"))
 	g.Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusInternalServerError))
@@ -196,8 +200,7 @@ func (panicking) ValidateDelete(context.Context, *v1alpha1.DNSRecord) (admission
 }
 
 // reviewOf is the AdmissionReview the API server sends for req.
-func reviewOf(t testing.TB, req admission.Request) admissionv1.AdmissionReview {
-	t.Helper()
+func reviewOf(req admission.Request) admissionv1.AdmissionReview {
 	return admissionv1.AdmissionReview{TypeMeta: reviewType, Request: &req.AdmissionRequest}
 }
 
