@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	admissionmetrics "sigs.k8s.io/controller-runtime/pkg/webhook/admission/metrics"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -116,10 +117,12 @@ func readReview(r *http.Request) (admission.Request, int32, error) {
 
 // handleRecovered is Handle that answers a panic with an error instead of
 // dropping the API server's connection: the write is refused, the
-// webhook keeps serving.
+// webhook keeps serving. It counts in controller_runtime_webhook_panics_total
+// like every controller-runtime webhook, so one alert covers all of ours.
 func (h *oneCall[T]) handleRecovered(ctx context.Context, req admission.Request) (resp admission.Response) {
 	defer func() {
 		if p := recover(); p != nil {
+			admissionmetrics.WebhookPanics.WithLabelValues().Inc()
 			log.FromContext(ctx).Error(fmt.Errorf("%v", p), "admission panicked", "kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
 			resp = admission.Errored(http.StatusInternalServerError, errors.New("the webhook failed on this object; the operator's log has the cause"))
 		}

@@ -10,12 +10,14 @@ import (
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	admissionmetrics "sigs.k8s.io/controller-runtime/pkg/webhook/admission/metrics"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
@@ -163,10 +165,12 @@ func TestOneCallAnswersAPanicWithAnError(t *testing.T) {
 	hook := withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, panicking{}, panicking{})
 	obj, err := json.Marshal(v1alpha1.DNSRecord{ObjectMeta: objectMeta("r")})
 	g.Expect(err).NotTo(HaveOccurred())
+	panics := testutil.ToFloat64(admissionmetrics.WebhookPanics)
 	resp := serveReview(t, hook, reviewOf(admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "2", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: obj}}}))
 	g.Expect(resp.Allowed).To(BeFalse())
 	g.Expect(resp.UID).To(BeEquivalentTo("2"))
 	g.Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusInternalServerError))
+	g.Expect(testutil.ToFloat64(admissionmetrics.WebhookPanics)).To(Equal(panics+1), "controller_runtime_webhook_panics_total counts the panic")
 }
 
 // FuzzOneCallReview: whatever body arrives, the webhook answers with an
