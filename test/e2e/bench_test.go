@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -29,6 +30,9 @@ const (
 	benchChanges = 50
 	benchRecords = 10000
 	benchBatch   = 500 // records per raw UPDATE: DESIGN §8's optimum
+	// editGoal is issue 15's p99 for an edit to be served everywhere; the
+	// edits slower than it are listed stage by stage.
+	editGoal = 50 * time.Millisecond
 )
 
 // TestInClusterBench (issue 6 i) measures the operator in the local cluster
@@ -92,6 +96,9 @@ func TestInClusterBench(t *testing.T) {
 			}
 		}
 	}
+	// The disk under the cluster's volumes and etcd is timed while the
+	// edits are: a stalled fsync delays every path alike.
+	disk := startDiskProbe(t, env.Cluster.WorkDir())
 	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, rawUpdate(transfer, "lat"))
 	guardedLat := benchLatency(ctx, t, ips, "client."+rawZone, rawUpdate(updates, "client"))
 	lat := &v1.DNSRecord{
@@ -112,16 +119,21 @@ func TestInClusterBench(t *testing.T) {
 			t.Fatalf("DNSRecord edit %d: %v", i, err)
 		}
 	})
+	diskSamples := disk.finish(t)
 	rows = append(rows,
 		benchRow{"raw: signed UPDATE to the primary pod", fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), rawLat.served.summary(), "baseline"},
 		benchRow{"", "… of which", rawLat.stages("UPDATE"), ""},
+		benchRow{"", fmt.Sprintf("… the changes served in over %s", editGoal), rawLat.slowest(), ""},
 		benchRow{"raw: signed with the zone's update key", "… each record judged by the agent (owned sets)", guardedLat.served.summary(),
 			fmt.Sprintf("p50 +%s", (guardedLat.served.p(50) - rawLat.served.p(50)).Round(100*time.Microsecond))},
 		benchRow{"operator: DNSRecord edit via the API server", fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), opLat.served.summary(),
 			fmt.Sprintf("p50 +%s", (opLat.served.p(50) - rawLat.served.p(50)).Round(100*time.Microsecond))},
 		benchRow{"", "… of which", opLat.stages("PATCH"), ""},
+		benchRow{"", fmt.Sprintf("… the edits served in over %s", editGoal), opLat.slowest(), ""},
 		benchRow{"", "… inside the operator's leader (the DNSRecord controller's workqueue_queue_duration_seconds and controller_runtime_reconcile_time_seconds)",
 			reconcileSummary(leaderTimes(ctx, t, managerTimes(ctx, t, token), editsBefore)), ""},
+		benchRow{"the node's disk during the edits", fmt.Sprintf("a 4 KiB write and fsync every %s beside the cluster's volumes and etcd", diskProbeEvery),
+			diskSummary(diskSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
 
@@ -193,7 +205,7 @@ func TestInClusterBench(t *testing.T) {
 		{"deleting them takes ≤ 1.2× the creation time", fmt.Sprintf("%.2f× (%s)", deleted.Seconds()/opBulk.created.Seconds(), deleted.Round(time.Millisecond)),
 			deleted.Seconds() <= 1.2*opBulk.created.Seconds()},
 		{"API requests per DNSRecord ≤ 3", fmt.Sprintf("%.2f", opBulk.api.total()/benchRecords), opBulk.api.total() <= 3*benchRecords},
-		{"DNSRecord edit → served on every secondary, p99 ≤ 50 ms", opLat.served.p(99).Round(100 * time.Microsecond).String(), opLat.served.p(99) <= 50*time.Millisecond},
+		{"DNSRecord edit → served on every secondary, p99 ≤ 50 ms", opLat.served.p(99).Round(100 * time.Microsecond).String(), opLat.served.p(99) <= editGoal},
 		{"the manager's peak memory ≤ 100 MiB with 10,000 DNSRecords", fmt.Sprintf("%.0f MiB", float64(op.hwm)/(1<<20)), op.hwm <= 100<<20},
 	})
 	testkit.Must(t, c.Delete(ctx, &v1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Name}}))
@@ -257,6 +269,30 @@ func (l latencies) summary() string {
 // The first two say where the time of the last goes.
 type changeLatencies struct {
 	answered, primary, served latencies
+	started                   []time.Time
+}
+
+// slowest lists the edits served in over editGoal, slowest first (at most
+// five), each split into its stages: answered, primary, every secondary.
+// The p99 of each stage alone does not say which stage made a slow edit
+// slow.
+func (c changeLatencies) slowest() string {
+	idx := make([]int, 0, len(c.served))
+	for i, d := range c.served {
+		if d > editGoal {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return "none"
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(c.served[b], c.served[a]) })
+	ms := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+	parts := make([]string, 0, 5)
+	for _, i := range idx[:min(len(idx), 5)] {
+		parts = append(parts, fmt.Sprintf("#%d %s (answered %s, primary %s)", i+1, ms(c.served[i]), ms(c.answered[i]), ms(c.primary[i])))
+	}
+	return fmt.Sprintf("%d: %s", len(idx), strings.Join(parts, "; "))
 }
 
 // stages summarises answered and primary for the table.
@@ -278,6 +314,7 @@ func benchLatency(ctx context.Context, t *testing.T, ips []string, name string, 
 	for i := range benchChanges {
 		value := fmt.Sprintf("192.0.2.%d", i+1)
 		start := time.Now()
+		out.started = append(out.started, start)
 		change(i, value)
 		out.answered = append(out.answered, time.Since(start))
 		var wg sync.WaitGroup
