@@ -99,6 +99,7 @@ func TestInClusterBench(t *testing.T) {
 	// The disk under the cluster's volumes and etcd is timed while the
 	// edits are: a stalled fsync delays every path alike.
 	disk := startDiskProbe(t, env.Cluster.WorkDir())
+	throttledBefore := operatorThrottling(ctx, t)
 	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, rawUpdate(transfer, "lat"))
 	guardedLat := benchLatency(ctx, t, ips, "client."+rawZone, rawUpdate(updates, "client"))
 	lat := &v1.DNSRecord{
@@ -120,6 +121,7 @@ func TestInClusterBench(t *testing.T) {
 		}
 	})
 	diskSamples := disk.finish(t)
+	editsThrottled := throttlingSummary(throttledBefore, operatorThrottling(ctx, t), leaderPod(ctx, t).Name)
 	rows = append(rows,
 		benchRow{"raw: signed UPDATE to the primary pod", fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), rawLat.served.summary(), "baseline"},
 		benchRow{"", "… of which", rawLat.stages("UPDATE"), ""},
@@ -134,6 +136,7 @@ func TestInClusterBench(t *testing.T) {
 			reconcileSummary(leaderTimes(ctx, t, managerTimes(ctx, t, token), editsBefore)), ""},
 		benchRow{"the node's disk during the edits", fmt.Sprintf("a 4 KiB write and fsync every %s beside the cluster's volumes and etcd", diskProbeEvery),
 			diskSummary(diskSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
+		benchRow{"the manager's CPU limit during the edits", "CFS periods (100 ms) in which the manager used up its quota and was stopped (its container's cpu.stat)", editsThrottled, ""},
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
 
@@ -178,6 +181,7 @@ func TestInClusterBench(t *testing.T) {
 
 	// Leave a quiet machine to the tests that follow: 10,000 DNSRecords
 	// would otherwise keep the operator busy with their drift checks.
+	deleteThrottledBefore := operatorThrottling(ctx, t)
 	start := time.Now()
 	profiledDelete := profileLeader(ctx, t, fmt.Sprintf("records-%d-delete", benchRecords), 20*time.Second)
 	// One DELETE per record from 32 clients: a single deletecollection of
@@ -197,7 +201,8 @@ func TestInClusterBench(t *testing.T) {
 	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeZero(), "deleted DNSRecords still there")
 	deleted := time.Since(start)
 	profiledDelete()
-	t.Logf("cleanup: %d DNSRecords deleted (their data removed from the zone) in %s; the DELETE requests were answered in %s", benchRecords, deleted.Round(time.Millisecond), answered.Round(time.Millisecond))
+	t.Logf("cleanup: %d DNSRecords deleted (their data removed from the zone) in %s; the DELETE requests were answered in %s; the managers' CPU limit meanwhile: %s",
+		benchRecords, deleted.Round(time.Millisecond), answered.Round(time.Millisecond), throttlingSummary(deleteThrottledBefore, operatorThrottling(ctx, t), leaderPod(ctx, t).Name))
 	printBenchGoals(t, []benchGoal{
 		{"DNSRecords reach every secondary at ≥ 80% of the rate the API server and webhooks admit them",
 			fmt.Sprintf("%.1f%% (admitted in %s, on every secondary %s)", 100*opBulk.created.Seconds()/opBulk.secondaries.Seconds(), opBulk.created.Round(time.Millisecond), opBulk.secondaries.Round(time.Millisecond)),
