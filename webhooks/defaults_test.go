@@ -89,8 +89,8 @@ func TestBindClusterDefaultThenValidate(t *testing.T) {
 			Storage:         &v1alpha1.StorageSpec{Enabled: ptr.To(true), Size: ptr.To(resource.MustParse("1Gi"))},
 			PrimaryService:  v1alpha1.ServiceSpec{Type: corev1.ServiceTypeClusterIP},
 			QueryService:    v1alpha1.ServiceSpec{Type: corev1.ServiceTypeClusterIP},
-			Tuning: v1alpha1.ReplicationTuning{NotifyDelay: ptr.To[int32](0), NotifyRate: ptr.To[int32](1000),
-				StartupNotifyRate: ptr.To[int32](1000), SerialQueryRate: ptr.To[int32](1000), CatalogMinUpdateInterval: ptr.To[int32](0)},
+			Tuning: v1alpha1.ReplicationTuning{NotifyDelay: ptr.To[int32](0), NotifyRate: ptr.To[int32](10000),
+				StartupNotifyRate: ptr.To[int32](10000), SerialQueryRate: ptr.To[int32](10000), CatalogMinUpdateInterval: ptr.To[int32](0)},
 		}))
 	})
 	t.Run("resolver", func(t *testing.T) {

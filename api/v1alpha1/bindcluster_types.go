@@ -265,24 +265,26 @@ type ReplicationTuning struct {
 	NotifyDelay *int32 `json:"notifyDelay,omitempty"`
 
 	// notifyRate is the primary's notify-rate (NOTIFYs per second).
-	// Defaults to 1000.
+	// Defaults to 10000: BIND's limiter ticks every 10/rate seconds, and a
+	// NOTIFY to the second secondary waits for the next tick.
 	// +optional
-	// +kubebuilder:default=1000
+	// +kubebuilder:default=10000
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	NotifyRate *int32 `json:"notifyRate,omitempty"`
 
-	// startupNotifyRate is the primary's startup-notify-rate. Defaults to 1000.
+	// startupNotifyRate is the primary's startup-notify-rate (the NOTIFYs
+	// of a zone just loaded or added). Defaults to 10000.
 	// +optional
-	// +kubebuilder:default=1000
+	// +kubebuilder:default=10000
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	StartupNotifyRate *int32 `json:"startupNotifyRate,omitempty"`
 
 	// serialQueryRate is the secondaries' serial-query-rate (SOA queries per
-	// second). Defaults to 1000.
+	// second). Defaults to 10000.
 	// +optional
-	// +kubebuilder:default=1000
+	// +kubebuilder:default=10000
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	SerialQueryRate *int32 `json:"serialQueryRate,omitempty"`
