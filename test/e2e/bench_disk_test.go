@@ -109,8 +109,7 @@ func diskSummary(samples []diskSample, paths []string, lats []changeLatencies) s
 	if len(took) == 0 {
 		return "no sample"
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "fsync %s over %d samples; edits served in over %s (of them, during an fsync over %s):", took.summary(), len(took), editGoal, diskStall)
+	counts := make([]string, 0, len(lats))
 	for i, l := range lats {
 		slow, stalled := 0, 0
 		for j, served := range l.served {
@@ -122,10 +121,8 @@ func diskSummary(samples []diskSample, paths []string, lats []changeLatencies) s
 				stalled++
 			}
 		}
-		fmt.Fprintf(&b, " %s %d (%d)", paths[i], slow, stalled)
-		if i < len(lats)-1 {
-			b.WriteString(",")
-		}
+		counts = append(counts, fmt.Sprintf("%s %d (%d)", paths[i], slow, stalled))
 	}
-	return b.String()
+	return fmt.Sprintf("fsync %s over %d samples; edits served in over %s (of them, during an fsync over %s): %s",
+		took.summary(), len(took), editGoal, diskStall, strings.Join(counts, ", "))
 }

@@ -323,18 +323,36 @@ func podProcessMemory(ctx context.Context, t *testing.T, namespace, pod, comm st
 // when several run: the one that did the work).
 func operatorMemory(ctx context.Context, t *testing.T) memory {
 	t.Helper()
-	pods, err := env.OperatorPods(ctx)
-	testkit.Must(t, err)
 	var top memory
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		if m := podProcessMemory(ctx, t, p.Namespace, p.Name, "bind-operator"); m.hwm > top.hwm {
+	for _, pid := range managerPIDs(ctx, t) {
+		m, err := procMemory(pid)
+		testkit.Must(t, err)
+		if m.hwm > top.hwm {
 			top = m
 		}
 	}
 	return top
+}
+
+// managerPIDs are the host PIDs of the manager in each running operator
+// pod, by pod name.
+func managerPIDs(ctx context.Context, t *testing.T) map[string]int {
+	t.Helper()
+	pods, err := env.OperatorPods(ctx)
+	testkit.Must(t, err)
+	out := map[string]int{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		procs := podProcesses(string(p.UID))
+		i := slices.IndexFunc(procs, func(hp hostProcess) bool { return hp.comm == "bind-operator" })
+		if i < 0 {
+			t.Fatalf("no bind-operator process in pod %s/%s on this node", p.Namespace, p.Name)
+		}
+		out[p.Name] = procs[i].pid
+	}
+	return out
 }
 
 // benchMetricsReader is the ServiceAccount that reads the manager's

@@ -77,20 +77,11 @@ func processThrottling(pid int) (cpuThrottling, error) {
 // name.
 func operatorThrottling(ctx context.Context, t *testing.T) map[string]cpuThrottling {
 	t.Helper()
-	pods, err := env.OperatorPods(ctx)
-	testkit.Must(t, err)
 	out := map[string]cpuThrottling{}
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		for _, hp := range podProcesses(string(p.UID)) {
-			if hp.comm == "bind-operator" {
-				th, err := processThrottling(hp.pid)
-				testkit.Must(t, err)
-				out[p.Name] = th
-			}
-		}
+	for name, pid := range managerPIDs(ctx, t) {
+		th, err := processThrottling(pid)
+		testkit.Must(t, err)
+		out[name] = th
 	}
 	return out
 }
