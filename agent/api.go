@@ -10,6 +10,12 @@ const (
 	PathPolicy      = "/v1/policies/apply"
 	PathProbe       = "/v1/transfers/probe"
 	PathOwners      = "/v1/zones/owners"
+	// PathOwnersList and PathOwnersGet read back what PathOwners stored,
+	// so that an operator that starts again can find the DNSRecords
+	// deleted while none ran (their sets are stored but no longer
+	// wanted). An agent older than them answers 404 (unknown path).
+	PathOwnersList = "/v1/zones/owners/list"
+	PathOwnersGet  = "/v1/zones/owners/get"
 )
 
 // Request size limits. Both sides apply them: the agent refuses larger
@@ -37,6 +43,23 @@ const (
 	// bounds such a request: 50,000 sets of the longest names.
 	MaxOwnedSets   = 50000
 	MaxOwnersBytes = 16 << 20
+	// MaxOwnedValues and MaxOwnedValueBytes bound an OwnedSet's values. A
+	// DNSRecord has at most 100 values of at most 4096 characters (the
+	// CRD), but Values hold their canonical presentation (what
+	// status.appliedValues hold, records.CanonicalValue): miekg/dns
+	// prints every byte of a TXT or CAA string that is not printable
+	// ASCII as \DDD and quotes each 255-byte string, so a value of 4096
+	// four-byte characters takes 65,698 bytes. A bound of 4096 bytes would
+	// refuse the whole push of a zone holding one long TXT record
+	// (TestLargestCanonicalValueFits in agent/validate).
+	MaxOwnedValues     = 100
+	MaxOwnedValueBytes = 72 << 10
+	// MaxStoredZones bounds the zones a PathOwnersList reply may name,
+	// MaxStoredListBytes that reply: MaxStoredZones refs with the longest
+	// view and zone names (TestLargestStoredListFits). The client refuses
+	// longer lists: an operator cannot sweep an agent storing more zones.
+	MaxStoredZones     = 100000
+	MaxStoredListBytes = 36 << 20
 )
 
 // Actions reported by ensure and delete.
@@ -195,11 +218,20 @@ type ProbeOutcome struct {
 // agent grants it when the signer is one of UpdateKeys and the record's
 // name and type are none of Sets. A later request replaces the earlier
 // one whole.
+//
+// The agent keeps the request on its volume and gives it back, canonical
+// (PathOwnersGet), which is how the operator finds, when it starts, the
+// sets of DNSRecords deleted while it did not run.
 type OwnersRequest struct {
 	View string `json:"view,omitempty"`
 	Zone string `json:"zone"`
 	// UpdateKeys are the BIND names of the keys whose UPDATEs the agent
-	// judges (the zone's spec.updateKeyRef).
+	// judges (the zone's spec.updateKeyRef), 0 to 16. With none, the
+	// request is only a record kept for the operator: the agent judges
+	// an UPDATE by the zone only when it is signed with one of the
+	// zone's UpdateKeys, so it decides nothing by this zone, exactly as
+	// if nothing were stored for it (the closest enclosing zone that
+	// names the signer still decides).
 	UpdateKeys []string `json:"updateKeys"`
 	// Sets are the record sets no UPDATE signed with UpdateKeys may
 	// change: absolute names (trailing dot optional) and type mnemonics.
@@ -207,9 +239,24 @@ type OwnersRequest struct {
 }
 
 // OwnedSet is one record set the operator owns.
+//
+// Values are the values the operator last wrote to the set (a DNSRecord's
+// status.appliedValues, canonical presentation format: `192.0.2.1`,
+// `"some text"`), in order. The agent never judges by them: it only
+// stores them and gives them back (PathOwnersGet), so that an operator
+// that starts again knows what it had written to a set whose DNSRecord is
+// gone.
 type OwnedSet struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	Values []string `json:"values,omitempty"`
+}
+
+// StoredOwners is the reply of PathOwnersList: every zone (and view) whose
+// owners the agent stores, sorted by zone, then view ("" first), each
+// once, canonical.
+type StoredOwners struct {
+	Zones []ZoneRef `json:"zones"`
 }
 
 // OwnersResult says what the agent now protects in the zone.

@@ -174,13 +174,128 @@ func (c *Client) SetOwners(ctx context.Context, req OwnersRequest) (OwnersResult
 	return out, err
 }
 
+// ReplyChecks validate and canonicalise what the client reads back from
+// an agent: agent/validate's Owners and Ref (validate.Replies), the checks
+// the agent applies to what it stores. That package imports this one for
+// the API's types, so the caller hands them in.
+type ReplyChecks struct {
+	Owners func(OwnersRequest) (OwnersRequest, error)
+	Ref    func(ZoneRef) (ZoneRef, error)
+}
+
+// ready fails rather than hand back replies nobody checked.
+func (c ReplyChecks) ready() error {
+	if c.Owners == nil || c.Ref == nil {
+		return errors.New("agent: no checks for the stored-owner reply (pass validate.Replies)")
+	}
+	return nil
+}
+
+// IsNotFound reports whether err is the agent's 404: for PathOwnersGet, no
+// owners stored for the zone; for a path the agent does not know, an agent
+// older than that path.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// StoredOwnersList lists the zones (and views) whose owners the agent
+// stores, sorted by zone, then view, canonical. The reply is checked: at
+// most MaxStoredZones refs, each a valid canonical zone and view, in that
+// order, each once.
+//
+// An error for which IsNotFound is true means the agent predates
+// stored-owner reads (it does not know PathOwnersList): it can say nothing
+// about what it stores, so there is nothing to sweep from it.
+func (c *Client) StoredOwnersList(ctx context.Context, chk ReplyChecks) ([]ZoneRef, error) {
+	if err := chk.ready(); err != nil {
+		return nil, err
+	}
+	var out StoredOwners
+	if err := c.callBounded(ctx, PathOwnersList, struct{}{}, &out, MaxRequestBytes, MaxStoredListBytes); err != nil {
+		return nil, err
+	}
+	if len(out.Zones) > MaxStoredZones {
+		return nil, fmt.Errorf("%w: %d stored zones, more than %d", ErrBadReply, len(out.Zones), MaxStoredZones)
+	}
+	for i, ref := range out.Zones {
+		canon, err := chk.Ref(ref)
+		if err != nil {
+			return nil, fmt.Errorf("%w: zones[%d]: %s", ErrBadReply, i, Bound(err.Error()))
+		}
+		if canon != ref {
+			return nil, fmt.Errorf("%w: zones[%d]: %s is not canonical", ErrBadReply, i, Bound(refString(ref)))
+		}
+		if i > 0 && CompareZoneRefs(out.Zones[i-1], ref) >= 0 {
+			return nil, fmt.Errorf("%w: zones[%d]: %s is out of order or repeated", ErrBadReply, i, refString(ref))
+		}
+	}
+	return out.Zones, nil
+}
+
+// StoredOwners reads back what the agent stores for one zone: the last
+// OwnersRequest it accepted, canonical, values included. An error for
+// which IsNotFound is true means it stores nothing for the zone; from an
+// agent whose StoredOwnersList is a 404 too, that the agent predates
+// stored-owner reads.
+//
+// The reply can be as large as a request (MaxOwnersBytes), more than
+// other replies (MaxReplyBytes). It is untrusted: it must pass the agent's
+// own validation and name the zone and view asked for.
+func (c *Client) StoredOwners(ctx context.Context, ref ZoneRef, chk ReplyChecks) (OwnersRequest, error) {
+	if err := chk.ready(); err != nil {
+		return OwnersRequest{}, err
+	}
+	want, err := chk.Ref(ref)
+	if err != nil {
+		return OwnersRequest{}, err
+	}
+	var out OwnersRequest
+	if err := c.callBounded(ctx, PathOwnersGet, want, &out, MaxRequestBytes, MaxOwnersBytes); err != nil {
+		return OwnersRequest{}, err
+	}
+	got, err := chk.Owners(out)
+	if err != nil {
+		return OwnersRequest{}, fmt.Errorf("%w: %s", ErrBadReply, Bound(err.Error()))
+	}
+	if have := (ZoneRef{View: got.View, Zone: got.Zone}); have != want {
+		return OwnersRequest{}, fmt.Errorf("%w: asked for the owners of %s, got those of %s", ErrBadReply, refString(want), Bound(refString(have)))
+	}
+	return got, nil
+}
+
+// CompareZoneRefs is the order of a StoredOwners list: by zone, then view
+// (byte order; "" the default view first).
+func CompareZoneRefs(a, b ZoneRef) int {
+	if c := strings.Compare(a.Zone, b.Zone); c != 0 {
+		return c
+	}
+	return strings.Compare(a.View, b.View)
+}
+
+func refString(r ZoneRef) string {
+	if r.View == "" {
+		return "zone " + r.Zone
+	}
+	return "zone " + r.Zone + " in view " + r.View
+}
+
 // Sync flushes every zone's journal into its file (rndc sync -clean).
 func (c *Client) Sync(ctx context.Context) error {
 	var out SyncResult
 	return c.call(ctx, PathSync, struct{}{}, &out, MaxRequestBytes)
 }
 
+// call sends in (at most limit bytes) and decodes the reply into out,
+// reading at most MaxReplyBytes.
 func (c *Client) call(ctx context.Context, path string, in, out any, limit int) error {
+	return c.callBounded(ctx, path, in, out, limit, MaxReplyBytes)
+}
+
+// callBounded is call reading at most replyLimit bytes of reply: only the
+// replies that carry what a large request stored need more than
+// MaxReplyBytes.
+func (c *Client) callBounded(ctx context.Context, path string, in, out any, limit, replyLimit int) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -198,13 +313,13 @@ func (c *Client) call(ctx context.Context, path string, in, out any, limit int) 
 		return fmt.Errorf("agent: %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	// The reply is untrusted: read at most MaxReplyBytes, then decode.
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
+	// The reply is untrusted: read at most replyLimit bytes, then decode.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(replyLimit)+1))
 	if err != nil {
 		return fmt.Errorf("agent: %s: reading reply: %w", path, err)
 	}
-	if len(data) > MaxReplyBytes {
-		return fmt.Errorf("%w: reply larger than %d bytes", ErrBadReply, MaxReplyBytes)
+	if len(data) > replyLimit {
+		return fmt.Errorf("%w: reply larger than %d bytes", ErrBadReply, replyLimit)
 	}
 	if resp.StatusCode/100 != 2 {
 		e := &Error{Status: resp.StatusCode}

@@ -3,12 +3,16 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"git.unkin.net/unkin/bind-operator/agent"
+	"git.unkin.net/unkin/bind-operator/agent/validate"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -65,6 +69,140 @@ func FuzzEnsureRequest(f *testing.F) {
 			var er agent.ErrorResponse
 			if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error == "" {
 				t.Fatalf("%s: body %q", path, rec.Body)
+			}
+		}
+	})
+}
+
+// FuzzOwnersRequest feeds arbitrary bodies to the owners handlers: the
+// push, the read of one zone and the list. Nothing panics; every answer is
+// JSON with a status from the documented set, an error's with a message,
+// and no larger than the client reads. A push the agent takes reads back
+// as validate.Owners makes it (values unchanged, in order) and is listed;
+// and when it names no update key, every record it names is judged as
+// without it: such a zone is only a record for the operator.
+//
+// A background zone ("test", key "updates", owning owned.a.test A) gives
+// judge a parent to fall through to; each push is forgotten after its
+// checks (and the background stored again if the push replaced it), so
+// the stored state stays that one zone.
+//
+//	go test -fuzz FuzzOwnersRequest -fuzztime 30s ./agent/server/
+func FuzzOwnersRequest(f *testing.F) {
+	seed := func(v any) []byte { b, _ := json.Marshal(v); return b }
+	f.Add(seed(agent.OwnersRequest{Zone: "a.test", UpdateKeys: []string{"Updates."}, Sets: []agent.OwnedSet{{Name: "WWW.a.test.", Type: "a", Values: []string{"192.0.2.1", "192.0.2.2"}}}}))
+	f.Add(seed(agent.OwnersRequest{View: "inside", Zone: "A.test.", UpdateKeys: []string{}, Sets: []agent.OwnedSet{{Name: "owned.a.test", Type: "A"}, {Name: "txt.a.test", Type: "TXT", Values: []string{`"some text" "<more>"`}}}}))
+	f.Add(seed(agent.OwnersRequest{Zone: "a.test", Sets: []agent.OwnedSet{{Name: "owned.a.test", Type: "A", Values: []string{"198.18.0.1"}}}}))
+	f.Add(seed(agent.OwnersRequest{Zone: "test", UpdateKeys: []string{"other"}}))
+	f.Add(seed(agent.OwnersRequest{Zone: "test", Sets: []agent.OwnedSet{{Name: "test", Type: "0"}}})) // replaces the background
+	f.Add(seed(agent.ZoneRef{Zone: "test"}))
+	f.Add(seed(agent.ZoneRef{View: "inside", Zone: "nothing.test"}))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"zone":"a.test","updateKeys":[],"sets":[{"name":"a.test","type":"TXT","values":["x\u0000"]}]}`))
+	f.Add([]byte(`{"view":"../x","zone":"a.test"}`))
+	o, err := openOwners(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	background := agent.OwnersRequest{Zone: "test", UpdateKeys: []string{"updates"}, Sets: []agent.OwnedSet{{Name: "owned.a.test", Type: "A", Values: []string{"198.18.0.1"}}}}
+	if err := o.store(background); err != nil {
+		f.Fatal(err)
+	}
+	a := &Agent{owners: o, log: discardLogger(), metrics: newAgentMetrics(nopRegisterer{}, func() int { return 0 }), ready: newReadiness()}
+	h := a.apiHandler()
+	post := func(t *testing.T, path string, body []byte, codes ...int) *httptest.ResponseRecorder {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		if !slices.Contains(codes, rec.Code) {
+			t.Fatalf("%s: status %d: %s", path, rec.Code, rec.Body)
+		}
+		if rec.Body.Len() > agent.MaxOwnersBytes {
+			t.Fatalf("%s: a reply of %d bytes", path, rec.Body.Len())
+		}
+		if rec.Code != http.StatusOK {
+			var er agent.ErrorResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error == "" {
+				t.Fatalf("%s: body %q", path, rec.Body)
+			}
+		}
+		return rec
+	}
+	list := func(t *testing.T, body []byte) []agent.ZoneRef {
+		t.Helper()
+		rec := post(t, agent.PathOwnersList, body, 200, 400, 413)
+		if rec.Code != http.StatusOK {
+			return nil
+		}
+		var out agent.StoredOwners
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatalf("list: %v: %s", err, rec.Body)
+		}
+		if !slices.IsSortedFunc(out.Zones, agent.CompareZoneRefs) {
+			t.Fatalf("list not sorted: %+v", out.Zones)
+		}
+		return out.Zones
+	}
+	type question struct{ signer, name, typ string }
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := post(t, agent.PathOwners, body, 200, 400, 413, 422)
+		post(t, agent.PathOwnersGet, body, 200, 400, 404, 413, 422)
+		list(t, body)
+		if rec.Code != http.StatusOK {
+			return
+		}
+		// What the push should have stored: decode is stricter than
+		// Unmarshal (unknown fields, trailing data), never laxer.
+		var sent agent.OwnersRequest
+		if err := json.Unmarshal(body, &sent); err != nil {
+			t.Fatalf("the agent took %q: %v", body, err)
+		}
+		want, err := validate.Owners(sent)
+		if err != nil {
+			t.Fatalf("the agent took %q, which validate.Owners refuses: %v", body, err)
+		}
+		ref := agent.ZoneRef{View: want.View, Zone: want.Zone}
+
+		got := post(t, agent.PathOwnersGet, seed(ref), 200)
+		var stored agent.OwnersRequest
+		if err := json.Unmarshal(got.Body.Bytes(), &stored); err != nil {
+			t.Fatalf("get: %v", err)
+		}
+		if !reflect.DeepEqual(stored, want) {
+			t.Fatalf("pushed %q, read back %+v, want %+v", body, stored, want)
+		}
+		if !slices.Contains(list(t, []byte(`{}`)), ref) {
+			t.Fatalf("%+v stored but not listed", ref)
+		}
+
+		// Keyless: the verdicts on its records, and on the background's,
+		// are those of a state without the zone's entry.
+		var questions []question
+		var with []string
+		if len(want.UpdateKeys) == 0 {
+			for _, s := range append(want.Sets[:min(len(want.Sets), 8):min(len(want.Sets), 8)], background.Sets...) {
+				for _, signer := range []string{"updates", "other"} {
+					q := question{signer, s.Name, s.Type}
+					v, zone := o.judge(q.signer, q.name, q.typ)
+					questions, with = append(questions, q), append(with, fmt.Sprint(v, zone))
+				}
+			}
+		}
+		if err := o.forget(ref); err != nil {
+			t.Fatal(err)
+		}
+		if post(t, agent.PathOwnersGet, seed(ref), 404); slices.Contains(list(t, []byte(`{}`)), ref) {
+			t.Fatalf("%+v forgotten but listed", ref)
+		}
+		for i, q := range questions {
+			v, zone := o.judge(q.signer, q.name, q.typ)
+			if without := fmt.Sprint(v, zone); without != with[i] {
+				t.Fatalf("a zone without update keys decided about %+v: %s, without it %s", q, with[i], without)
+			}
+		}
+		if ref == (agent.ZoneRef{Zone: background.Zone}) {
+			if err := o.store(background); err != nil {
+				t.Fatal(err)
 			}
 		}
 	})

@@ -32,6 +32,8 @@ func (a *Agent) apiHandler() http.Handler {
 	mux.Handle("POST "+agent.PathPolicy, a.instrument("policy", a.handlePolicy))
 	mux.Handle("POST "+agent.PathProbe, a.instrument("probe", a.handleProbe))
 	mux.Handle("POST "+agent.PathOwners, a.instrument("owners", a.handleOwners))
+	mux.Handle("POST "+agent.PathOwnersList, a.instrument("owners-list", a.handleOwnersList))
+	mux.Handle("POST "+agent.PathOwnersGet, a.instrument("owners-get", a.handleOwnersGet))
 	// Anything else: the mux answers 404, or 405 for a known path with
 	// another method.
 	return mux

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,18 +26,41 @@ const OwnersDir = "agent/owners"
 // per zone (and view), the keys whose UPDATEs it judges and the sets they
 // may not touch. named asks about every record of such an UPDATE
 // (ssu.go); the answer is a map lookup per label of the record's name.
+//
+// Only what judging needs is in memory: keys and sets, not the sets'
+// values. Those are stored for the operator alone, which reads them back
+// rarely (once per agent when it starts: PathOwnersGet), so they are read
+// back from the file then.
 type owners struct {
 	dir string
+
+	// disk makes a zone's file and its entry in byName change together
+	// (store, forget) and reads of the file (load) see one or the other,
+	// never a file that memory has not caught up with. It is not mu:
+	// judge must not wait for a disk.
+	disk sync.Mutex
 
 	mu     sync.RWMutex
 	byName map[string][]*zoneOwners // zone name (canonical) → one per view
 }
 
+// zoneOwners is one zone's (and view's) entry. A zone with no keys is a
+// record kept for the operator only: judge decides by an entry only for
+// a signer among its keys, so it never decides by this one, and its sets
+// are not kept in memory.
 type zoneOwners struct {
 	view string
 	keys map[string]bool
 	sets map[ownedSet]bool
 }
+
+// maxStoredOwnersBytes bounds a zone's stored file, and so the reply that
+// gives it back (writeJSON adds a newline): the client reads at most
+// agent.MaxOwnersBytes of it. A request within agent.MaxOwnersBytes is
+// nearly always within this once canonical: canonical names are never
+// longer, but json.Marshal spells <, > and & as \u003c..., which a client
+// other than agent.Client may have sent raw.
+const maxStoredOwnersBytes = agent.MaxOwnersBytes - 1
 
 type ownedSet struct{ name, typ string }
 
@@ -61,22 +85,42 @@ func openOwners(dataDir string) (*owners, error) {
 			if !strings.HasSuffix(f.Name(), ".json") {
 				continue // a staged write a crash left behind
 			}
-			p := filepath.Join(o.dir, v.Name(), f.Name())
-			b, err := os.ReadFile(p)
+			req, err := readOwnersFile(filepath.Join(o.dir, v.Name(), f.Name()))
 			if err != nil {
-				return nil, fmt.Errorf("owners: %w", err)
-			}
-			var req agent.OwnersRequest
-			if err := json.Unmarshal(b, &req); err != nil {
-				return nil, fmt.Errorf("owners: %s is not valid: %w (remove it; the operator sends it again)", p, err)
-			}
-			if req, err = validate.Owners(req); err != nil {
-				return nil, fmt.Errorf("owners: %s: %w (remove it; the operator sends it again)", p, err)
+				return nil, err
 			}
 			o.set(req)
 		}
 	}
 	return o, nil
+}
+
+// readOwnersFile reads one zone's stored owners, validated and canonical.
+// store never writes a file larger than maxStoredOwnersBytes; the read is
+// bounded anyway, like every other input.
+func readOwnersFile(p string) (agent.OwnersRequest, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return agent.OwnersRequest{}, fmt.Errorf("owners: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStoredOwnersBytes+1))
+	if err != nil {
+		return agent.OwnersRequest{}, fmt.Errorf("owners: %w", err)
+	}
+	if len(b) > maxStoredOwnersBytes {
+		return agent.OwnersRequest{}, fmt.Errorf("owners: %s is larger than %d bytes (remove it; the operator sends it again)", p, maxStoredOwnersBytes)
+	}
+	var req agent.OwnersRequest
+	if err := json.Unmarshal(b, &req); err != nil {
+		return agent.OwnersRequest{}, fmt.Errorf("owners: %s is not valid: %v (remove it; the operator sends it again)", p, err)
+	}
+	// %v, not %w: a stored file that fails validation is the agent's
+	// problem (5xx), not the request's (validate.Error maps to 422).
+	if req, err = validate.Owners(req); err != nil {
+		return agent.OwnersRequest{}, fmt.Errorf("owners: %s: %v (remove it; the operator sends it again)", p, err)
+	}
+	return req, nil
 }
 
 // file is where a zone's owners are kept.
@@ -90,12 +134,17 @@ func (o *owners) file(ref agent.ZoneRef) string {
 
 // set replaces a zone's owners in memory; req is validated.
 func (o *owners) set(req agent.OwnersRequest) {
-	z := &zoneOwners{view: req.View, keys: make(map[string]bool, len(req.UpdateKeys)), sets: make(map[ownedSet]bool, len(req.Sets))}
+	z := &zoneOwners{view: req.View, keys: make(map[string]bool, len(req.UpdateKeys))}
 	for _, k := range req.UpdateKeys {
 		z.keys[k] = true
 	}
-	for _, s := range req.Sets {
-		z.sets[ownedSet{s.Name, s.Type}] = true
+	if len(z.keys) > 0 {
+		// Without keys nothing is judged by the zone (see zoneOwners):
+		// its sets would only take memory.
+		z.sets = make(map[ownedSet]bool, len(req.Sets))
+		for _, s := range req.Sets {
+			z.sets[ownedSet{s.Name, s.Type}] = true
+		}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -107,15 +156,20 @@ func (o *owners) othersLocked(ref agent.ZoneRef) []*zoneOwners {
 	return slices.DeleteFunc(slices.Clone(o.byName[ref.Zone]), func(e *zoneOwners) bool { return e.view == ref.View })
 }
 
-// store keeps a zone's owners on disk, then in memory.
+// store keeps a zone's owners on disk, then in memory; req is validated.
 func (o *owners) store(req agent.OwnersRequest) error {
-	p := o.file(agent.ZoneRef{View: req.View, Zone: req.Zone})
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("owners: %w", err)
-	}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
+	}
+	if len(b) > maxStoredOwnersBytes {
+		return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("the owners of %s take %d bytes once canonical, more than the %d the agent gives back", target(agent.ZoneRef{View: req.View, Zone: req.Zone}), len(b), maxStoredOwnersBytes)}
+	}
+	p := o.file(agent.ZoneRef{View: req.View, Zone: req.Zone})
+	o.disk.Lock()
+	defer o.disk.Unlock()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("owners: %w", err)
 	}
 	if err := replaceFile(p, string(b)); err != nil {
 		return fmt.Errorf("owners: %w", err)
@@ -124,8 +178,44 @@ func (o *owners) store(req agent.OwnersRequest) error {
 	return nil
 }
 
+// load reads back a zone's stored owners (canonical, values included);
+// ok is false when none are stored. ref is canonical.
+func (o *owners) load(ref agent.ZoneRef) (req agent.OwnersRequest, ok bool, err error) {
+	p := o.file(ref)
+	o.disk.Lock()
+	defer o.disk.Unlock()
+	if _, err := os.Stat(p); os.IsNotExist(err) {
+		return req, false, nil
+	}
+	if req, err = readOwnersFile(p); err != nil {
+		return req, false, err
+	}
+	if req.View != ref.View || req.Zone != ref.Zone {
+		return agent.OwnersRequest{}, false, fmt.Errorf("owners: %s holds the owners of %s (remove it; the operator sends it again)", p, target(agent.ZoneRef{View: req.View, Zone: req.Zone}))
+	}
+	return req, true, nil
+}
+
+// list is every zone and view whose owners are stored, keys or not, in
+// the order of agent.CompareZoneRefs. Memory has them all: openOwners
+// loads every file, store and forget change file and memory together.
+func (o *owners) list() []agent.ZoneRef {
+	o.mu.RLock()
+	refs := make([]agent.ZoneRef, 0, len(o.byName))
+	for zone, entries := range o.byName {
+		for _, z := range entries {
+			refs = append(refs, agent.ZoneRef{View: z.view, Zone: zone})
+		}
+	}
+	o.mu.RUnlock()
+	slices.SortFunc(refs, agent.CompareZoneRefs)
+	return refs
+}
+
 // forget drops a deleted zone's owners.
 func (o *owners) forget(ref agent.ZoneRef) error {
+	o.disk.Lock()
+	defer o.disk.Unlock()
 	o.mu.Lock()
 	list := o.othersLocked(ref)
 	if len(list) == 0 {
@@ -153,7 +243,9 @@ const (
 // and record names as named formats them: no trailing dot, any case): the
 // closest enclosing zone that names signer among its update keys decides.
 // Update keys serve one view each (the webhook refuses sharing), so the
-// signer also tells the view.
+// signer also tells the view. A zone stored with no update keys names no
+// signer, so it never decides: the walk goes on to its parents exactly as
+// if it had no entry (TestKeylessOwnersJudgeNothing in test/agent).
 func (o *owners) judge(signer, name, typ string) (verdict, string) {
 	signer = strings.ToLower(strings.TrimSuffix(signer, "."))
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
@@ -193,5 +285,41 @@ func (a *Agent) handleOwners(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, agent.OwnersResult{View: req.View, Zone: req.Zone, Sets: len(req.Sets)})
+	return nil
+}
+
+// emptyBodyBytes bounds a body that must be `{}`.
+const emptyBodyBytes = 64
+
+// handleOwnersList answers PathOwnersList: the zones whose owners are
+// stored. The body is `{}`, like every other request a JSON object.
+func (a *Agent) handleOwnersList(w http.ResponseWriter, r *http.Request) error {
+	var req struct{}
+	if err := decode(w, r, emptyBodyBytes, &req); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, agent.StoredOwners{Zones: a.owners.list()})
+	return nil
+}
+
+// handleOwnersGet answers PathOwnersGet: a zone's stored owners, read back
+// from its file (values are not kept in memory), or 404 when none are.
+func (a *Agent) handleOwnersGet(w http.ResponseWriter, r *http.Request) error {
+	var req agent.ZoneRef
+	if err := decode(w, r, agent.MaxRequestBytes, &req); err != nil {
+		return err
+	}
+	ref, err := validate.Ref(req)
+	if err != nil {
+		return err
+	}
+	stored, ok, err := a.owners.load(ref)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf("no owners stored for zone %s", target(ref))}
+	}
+	writeJSON(w, http.StatusOK, stored)
 	return nil
 }

@@ -9,23 +9,48 @@ import (
 // MaxKeyNameLength bounds a TSIG key name (a DNS name).
 const MaxKeyNameLength = 253
 
+// MaxUpdateKeys bounds an owners request's update keys.
+const MaxUpdateKeys = 16
+
+// Replies are the checks the operator's client applies to the owners it
+// reads back from an agent (agent.Client.StoredOwners): the agent's own.
+// The client cannot import this package, which imports agent for the
+// API's types, so callers pass these.
+var Replies = agent.ReplyChecks{Owners: Owners, Ref: Ref}
+
+// Ref checks a zone reference and returns it canonical: the view as
+// ViewName allows it, the zone as ZoneName gives it (what Owners does with
+// a request's view and zone).
+func Ref(ref agent.ZoneRef) (agent.ZoneRef, error) {
+	if err := ViewName(ref.View); err != nil {
+		return ref, err
+	}
+	zone, err := ZoneName(ref.Zone)
+	if err != nil {
+		return ref, err
+	}
+	return agent.ZoneRef{View: ref.View, Zone: zone}, nil
+}
+
 // Owners checks an owners request and returns it canonical: the zone as
 // ZoneName gives it, names lowercase without the trailing dot, types
-// uppercase. Its names and types are only ever compared with what named
-// asks about (never written into a command or a zone file), so the checks
+// uppercase, values as given. Its names and types are only ever compared
+// with what named asks about (never written into a command or a zone
+// file), and its values are only stored and given back, so the checks
 // bound them rather than restrict their alphabet: printable ASCII, DNS
-// lengths, names inside the zone.
+// lengths, names inside the zone; values without control characters.
 func Owners(req agent.OwnersRequest) (agent.OwnersRequest, error) {
-	if err := ViewName(req.View); err != nil {
-		return req, err
-	}
-	zone, err := ZoneName(req.Zone)
+	ref, err := Ref(agent.ZoneRef{View: req.View, Zone: req.Zone})
 	if err != nil {
 		return req, err
 	}
+	zone := ref.Zone
 	out := agent.OwnersRequest{View: req.View, Zone: zone, UpdateKeys: make([]string, 0, len(req.UpdateKeys)), Sets: make([]agent.OwnedSet, 0, len(req.Sets))}
-	if len(req.UpdateKeys) == 0 || len(req.UpdateKeys) > 16 {
-		return req, fail("updateKeys", "must list 1 to 16 keys, got %d", len(req.UpdateKeys))
+	// No update key is allowed: the request is then only a record of the
+	// zone's sets for the operator, and the agent judges no UPDATE by it
+	// (it judges by a zone only UPDATEs signed with one of its keys).
+	if len(req.UpdateKeys) > MaxUpdateKeys {
+		return req, fail("updateKeys", "must list at most %d keys, got %d", MaxUpdateKeys, len(req.UpdateKeys))
 	}
 	for _, k := range req.UpdateKeys {
 		k = strings.ToLower(strings.TrimSuffix(k, "."))
@@ -54,9 +79,39 @@ func Owners(req agent.OwnersRequest) (agent.OwnersRequest, error) {
 				return req, fail("sets.type", "%q is not a record type mnemonic", clip(s.Type))
 			}
 		}
-		out.Sets = append(out.Sets, agent.OwnedSet{Name: name, Type: typ})
+		if err := ownedValues(name, typ, s.Values); err != nil {
+			return req, err
+		}
+		set := agent.OwnedSet{Name: name, Type: typ}
+		if len(s.Values) > 0 {
+			// A copy: the caller's slice stays the caller's.
+			set.Values = append(make([]string, 0, len(s.Values)), s.Values...)
+		}
+		out.Sets = append(out.Sets, set)
 	}
 	return out, nil
+}
+
+// ownedValues bounds one set's values. They are presentation format, which
+// has spaces and quotes (TXT) but never a raw control character: miekg/dns
+// and named print those as \DDD. So one here is not a value the operator
+// wrote, and refusing it keeps the stored file and its echoes in logs to
+// one line each.
+func ownedValues(name, typ string, values []string) error {
+	if len(values) > agent.MaxOwnedValues {
+		return fail("sets.values", "%s %s has %d values, the limit is %d", clip(name), typ, len(values), agent.MaxOwnedValues)
+	}
+	for i, v := range values {
+		if v == "" || len(v) > agent.MaxOwnedValueBytes {
+			return fail("sets.values", "%s %s: value %d is %d bytes long, it must be 1 to %d", clip(name), typ, i, len(v), agent.MaxOwnedValueBytes)
+		}
+		for j := 0; j < len(v); j++ {
+			if c := v[j]; c < 0x20 || c == 0x7f {
+				return fail("sets.values", "%s %s: value %d has the control character 0x%02x at byte %d", clip(name), typ, i, c, j)
+			}
+		}
+	}
+	return nil
 }
 
 // printable reports whether s is visible ASCII.
