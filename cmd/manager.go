@@ -246,11 +246,13 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
 	// DNSRecords and inline records share one UPDATE batcher and its
 	// kept connections.
 	updates := batch.NewUpdates(0, 0)
+	// Deleted DNSRecords' sets stay owned until their data is gone.
+	deleted := controllers.NewDeletedRecords()
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths()},
 		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()},
-		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, ResyncPeriod: o.zoneResync},
-		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain},
+		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync},
+		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain},
 		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient()},
 		&controllers.ConfigStatusReconciler{Client: mgr.GetClient()},
 	} {

@@ -66,6 +66,10 @@ type BindZoneReconciler struct {
 	Endpoints PodEndpoints
 	// Updates is the shared UPDATE batcher; nil creates one.
 	Updates *batch.Updates
+	// Deleted are the DNSRecord reconciler's tombstones (DeletedRecords):
+	// their sets stay owned until their data is gone. Nil makes an empty
+	// one, for a manager that runs no DNSRecord controller.
+	Deleted *DeletedRecords
 	// Zones coalesces zone ensures per pod; nil creates one that stops
 	// with the manager.
 	Zones *batch.ZoneBatcher
@@ -251,7 +255,10 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.owners = &zoneOwners{client: mgr.GetClient(), records: zoneRecords, endpoints: r.Endpoints, agents: r.agents}
+	if r.Deleted == nil {
+		r.Deleted = NewDeletedRecords()
+	}
+	r.owners = &zoneOwners{client: mgr.GetClient(), records: zoneRecords, deleted: r.Deleted, endpoints: r.Endpoints, agents: r.agents, servers: r.Servers, updates: r.Updates}
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
 		workers = 32

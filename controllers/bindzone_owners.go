@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,9 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -40,6 +43,11 @@ import (
 // DNSRecord or an inline record that the operator would then fight over
 // (docs/behaviours.md, "Owned record sets"). zoneOwners tells the agent
 // which sets those are.
+//
+// The agent also keeps, for every primary zone with DNSRecords, guarded
+// or not, the values each DNSRecord wrote: DNSRecords carry no finalizer,
+// so that record, on the primary's volume, is how an operator that starts
+// finds the records deleted while none ran (sweep).
 
 // ownersResync is how often a zone's owners are sent again although they
 // did not change: a primary that lost its data volume under the same
@@ -54,13 +62,16 @@ const ownersResync = 10 * time.Minute
 // lone new DNSRecord is still guarded as soon as before.
 const ownersWindow = time.Second
 
-// zoneOwners sends each guarded zone's owned record sets to its primary's
+// zoneOwners sends each primary zone's owned record sets to its primary's
 // agent, skipping a push that would repeat the last one to the same agent.
 type zoneOwners struct {
 	client    client.Reader
 	records   *recordindex.Index // recordindex.Zones
+	deleted   *DeletedRecords
 	endpoints PodEndpoints
 	agents    *agentClients
+	servers   ZoneServerResolver
+	updates   *batch.Updates
 
 	mu   sync.Mutex
 	sent map[types.NamespacedName]ownersSent
@@ -68,16 +79,21 @@ type zoneOwners struct {
 	// the owners controller both push): the sets read last are the sets
 	// sent last, so an older read never overwrites a newer one.
 	busy sync.Map // types.NamespacedName → *sync.Mutex
+
+	stored storedOwners
 }
 
 type ownersSent struct {
 	agent  string // agentKey of the primary
 	digest [32]byte
 	at     time.Time
+	// skipped: nothing was sent, the zone had nothing to guard or record.
+	skipped bool
 }
 
 // push sends zone's owners to its primary's agent unless it holds them
-// already. Zones that are not guarded need nothing.
+// already. A zone that is not guarded and has no DNSRecords needs nothing,
+// unless the agent stores owners for it from earlier.
 func (o *zoneOwners) push(ctx context.Context, zone *bindv1alpha1.BindZone) error {
 	key := client.ObjectKeyFromObject(zone)
 	l, _ := o.busy.LoadOrStore(key, &sync.Mutex{})
@@ -99,23 +115,74 @@ func (o *zoneOwners) push(ctx context.Context, zone *bindv1alpha1.BindZone) erro
 	o.mu.Lock()
 	last, had := o.sent[key]
 	o.mu.Unlock()
-	if had && last.agent == sent.agent && last.digest == sent.digest && time.Since(last.at) < ownersResync {
+	had = had && last.agent == sent.agent
+	if had && last.digest == sent.digest && time.Since(last.at) < ownersResync {
 		return nil
 	}
 	ac, err := o.agents.get(ctx, cluster, addr)
 	if err != nil {
 		return err
 	}
+	stored, err := o.stored.zones(ctx, ac, sent.agent)
+	if err != nil {
+		return err
+	}
+	guarded := len(req.UpdateKeys) > 0
+	if stored.legacy {
+		if !guarded {
+			// An agent of an earlier release takes no owners without keys.
+			o.remember(key, sent, true)
+			return nil
+		}
+		req = withoutValues(req)
+	}
+	ref := agent.ZoneRef{View: req.View, Zone: req.Zone}
+	if !had && stored.has(ref) {
+		// The first push to this agent since the operator started (or
+		// since the primary moved): its sets may name DNSRecords that were
+		// deleted while no operator watched.
+		if err := o.sweep(ctx, zone, ac, ref, req); err != nil {
+			return err
+		}
+	}
+	if !guarded && !hasRecordValues(req) && !stored.has(ref) && (!had || last.skipped) {
+		// Nothing to guard and nothing to record, now or before: the
+		// zones of a large catalog without DNSRecords cost no call.
+		o.remember(key, sent, true)
+		return nil
+	}
 	if _, err := ac.SetOwners(ctx, req); err != nil {
 		return fmt.Errorf("telling the agent of the primary %s which record sets of zone %s the operator owns: %w", pods[0].Pod, req.Zone, err)
 	}
+	o.remember(key, sent, false)
+	return nil
+}
+
+// remember records what was sent for key, or that nothing needed sending.
+func (o *zoneOwners) remember(key types.NamespacedName, sent ownersSent, skipped bool) {
+	sent.skipped = skipped
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.sent == nil {
 		o.sent = map[types.NamespacedName]ownersSent{}
 	}
 	o.sent[key] = sent
-	o.mu.Unlock()
-	return nil
+}
+
+// withoutValues is req as an agent of an earlier release takes it: it
+// refuses fields it does not know.
+func withoutValues(req agent.OwnersRequest) agent.OwnersRequest {
+	sets := slices.Clone(req.Sets)
+	for i := range sets {
+		sets[i].Values = nil
+	}
+	req.Sets = sets
+	return req
+}
+
+// hasRecordValues tells whether req records what some DNSRecord wrote.
+func hasRecordValues(req agent.OwnersRequest) bool {
+	return slices.ContainsFunc(req.Sets, func(s agent.OwnedSet) bool { return len(s.Values) > 0 })
 }
 
 // ownersDigest identifies what a push would send, without encoding it
@@ -142,6 +209,10 @@ func ownersDigest(req agent.OwnersRequest) [32]byte {
 	for _, set := range req.Sets {
 		field(set.Name)
 		field(set.Type)
+		count(len(set.Values))
+		for _, v := range set.Values {
+			field(v)
+		}
 	}
 	return [32]byte(h.Sum(nil))
 }
@@ -155,42 +226,61 @@ func (o *zoneOwners) forget(key types.NamespacedName) {
 	o.busy.Delete(key)
 }
 
-// request builds the owners request of a guarded zone; ok is false for a
-// zone that is not guarded.
+// request builds the owners request of a primary zone; ok is false for a
+// zone that has none. UpdateKeys is empty when the zone is not guarded:
+// the agent then only keeps the record.
 func (o *zoneOwners) request(ctx context.Context, zone *bindv1alpha1.BindZone) (agent.OwnersRequest, *bindv1alpha1.BindCluster, bool, error) {
-	if !zone.Spec.IsPrimary() || zone.Spec.UpdateKeyRef == nil || zone.DeletionTimestamp != nil {
+	if !zone.Spec.IsPrimary() || zone.DeletionTimestamp != nil {
 		return agent.OwnersRequest{}, nil, false, nil
 	}
 	var cluster bindv1alpha1.BindCluster
 	if err := o.client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: zone.Spec.ClusterRef.Name}, &cluster); err != nil {
 		return agent.OwnersRequest{}, nil, false, client.IgnoreNotFound(err)
 	}
-	updKey, err := o.keyName(ctx, zone.Namespace, zone.Spec.UpdateKeyRef.Name)
+	view := ""
+	if ref := zone.Spec.ViewRef; ref != nil {
+		view = ref.Name
+	}
+	keys, err := o.guardedKeys(ctx, &cluster, zone)
 	if err != nil {
 		return agent.OwnersRequest{}, nil, false, err
-	}
-	view, viewKey, xfrKey := "", "", ""
-	if ref := zone.Spec.ViewRef; ref != nil {
-		view, viewKey = ref.Name, bindv1alpha1.ViewKeyName(ref.Name)
-	} else {
-		ref, err := TransferKeyRef(ctx, o.client, &cluster, zone)
-		if err != nil {
-			return agent.OwnersRequest{}, nil, false, err
-		}
-		if ref != "" {
-			if xfrKey, err = o.keyName(ctx, zone.Namespace, ref); err != nil {
-				return agent.OwnersRequest{}, nil, false, err
-			}
-		}
-	}
-	if _, guarded := render.OperatorUpdateKey(viewKey, xfrKey, updKey); !guarded {
-		return agent.OwnersRequest{}, nil, false, nil
 	}
 	sets, err := o.ownedSets(ctx, zone)
 	if err != nil {
 		return agent.OwnersRequest{}, nil, false, err
 	}
-	return agent.OwnersRequest{View: view, Zone: records.CanonicalZone(string(zone.Spec.ZoneName)), UpdateKeys: []string{updKey}, Sets: sets}, &cluster, true, nil
+	return agent.OwnersRequest{View: view, Zone: records.CanonicalZone(string(zone.Spec.ZoneName)), UpdateKeys: keys, Sets: sets}, &cluster, true, nil
+}
+
+// guardedKeys are the update keys whose UPDATEs the agent judges in
+// zone: its update key when the operator signs with another one, else
+// none.
+func (o *zoneOwners) guardedKeys(ctx context.Context, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone) ([]string, error) {
+	if zone.Spec.UpdateKeyRef == nil {
+		return nil, nil
+	}
+	updKey, err := o.keyName(ctx, zone.Namespace, zone.Spec.UpdateKeyRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	viewKey, xfrKey := "", ""
+	if ref := zone.Spec.ViewRef; ref != nil {
+		viewKey = bindv1alpha1.ViewKeyName(ref.Name)
+	} else {
+		ref, err := TransferKeyRef(ctx, o.client, cluster, zone)
+		if err != nil {
+			return nil, err
+		}
+		if ref != "" {
+			if xfrKey, err = o.keyName(ctx, zone.Namespace, ref); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if _, guarded := render.OperatorUpdateKey(viewKey, xfrKey, updKey); !guarded {
+		return nil, nil
+	}
+	return []string{updKey}, nil
 }
 
 // keyName is the BIND name of a BindTSIGKey.
@@ -205,29 +295,38 @@ func (o *zoneOwners) keyName(ctx context.Context, namespace, name string) (strin
 
 // ownedSets are the record sets the operator writes in a zone: the apex
 // SOA and NS (seeded, then kept from spec.soa), spec.records, and the
-// DNSRecords that name the zone, from any namespace, sorted.
+// DNSRecords that name the zone, from any namespace, with the values each
+// wrote, and those of the deleted ones whose data is not gone yet; sorted,
+// one per name and type.
 func (o *zoneOwners) ownedSets(ctx context.Context, zone *bindv1alpha1.BindZone) ([]agent.OwnedSet, error) {
 	name := string(zone.Spec.ZoneName)
 	apex := records.ZoneFQDN(name)
-	recs, err := o.records.Get(ctx, recordindex.Zone(client.ObjectKeyFromObject(zone)))
+	key := client.ObjectKeyFromObject(zone)
+	recs, err := o.records.Get(ctx, recordindex.Zone(key))
 	if err != nil {
 		return nil, err
 	}
+	deleted := o.deleted.ofZone(key)
 	// A slice sorted and compacted, not a set: the push runs while
 	// thousands of records arrive, and a map of them was its largest
 	// allocation after the list.
-	sets := make([]agent.OwnedSet, 0, 2+len(zone.Spec.Records)+len(recs))
+	sets := make([]agent.OwnedSet, 0, 2+len(zone.Spec.Records)+len(recs)+len(deleted))
 	sets = append(sets, agent.OwnedSet{Name: apex, Type: "SOA"}, agent.OwnedSet{Name: apex, Type: "NS"})
 	for _, rs := range zone.Spec.Records {
 		sets = append(sets, agent.OwnedSet{Name: records.FQDN(name, string(rs.Name)), Type: strings.ToUpper(string(rs.Type))})
 	}
-	for _, rec := range recs {
-		sets = append(sets, agent.OwnedSet{Name: records.FQDN(name, string(rec.Spec.Name)), Type: strings.ToUpper(string(rec.Spec.Type))})
+	for _, rec := range slices.Concat(recs, deleted) {
+		set := agent.OwnedSet{Name: records.FQDN(name, string(rec.Spec.Name)), Type: strings.ToUpper(string(rec.Spec.Type))}
+		if !meta.IsStatusConditionTrue(rec.Status.Conditions, bindv1alpha1.ConditionConflict) {
+			set.Values = rec.Status.AppliedValues
+		}
+		sets = append(sets, set)
 	}
+	// Per name and type, the set with values first: it is the one kept.
 	slices.SortFunc(sets, func(a, b agent.OwnedSet) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Type, b.Type))
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Type, b.Type), cmp.Compare(len(b.Values), len(a.Values)))
 	})
-	sets = slices.Compact(sets)
+	sets = slices.CompactFunc(sets, func(a, b agent.OwnedSet) bool { return a.Name == b.Name && a.Type == b.Type })
 	if len(sets) > agent.MaxOwnedSets {
 		return nil, fmt.Errorf("zone %s has %d record sets the operator owns, more than the %d its agent takes", name, len(sets), agent.MaxOwnedSets)
 	}
@@ -253,12 +352,16 @@ func (r ownersReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 // recordOwnsOtherSets tells whether a DNSRecord event changes its zone's
-// owned sets: created, deleted, or a new name, type or zone.
+// owned sets: created, a new name, type or zone, or new values written.
+// Not a delete: the record's set stays owned until its data is gone, and
+// its finished tombstone brings the zone back (setupOwners).
 var recordOwnsOtherSets = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*bindv1alpha1.DNSRecord), e.ObjectNew.(*bindv1alpha1.DNSRecord)
-		return o.Spec.Name != n.Spec.Name || o.Spec.Type != n.Spec.Type || o.ZoneKey() != n.ZoneKey()
+		return o.Spec.Name != n.Spec.Name || o.Spec.Type != n.Spec.Type || o.ZoneKey() != n.ZoneKey() ||
+			!slices.Equal(o.Status.AppliedValues, n.Status.AppliedValues)
 	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
@@ -266,11 +369,13 @@ var recordOwnsOtherSets = predicate.Funcs{
 // current; it shares the BindZone controller's agent clients and pod
 // endpoints.
 func (r *BindZoneReconciler) setupOwners(mgr ctrl.Manager, zonesOf func(ctx context.Context, namespace, cluster string) []reconcile.Request, podsChanged predicate.Funcs) error {
+	zoneOfRecord := enqueueThrottled(ownersWindow, clock.RealClock{}, func(o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindZone{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&bindv1alpha1.DNSRecord{}, enqueueThrottled(ownersWindow, clock.RealClock{}, func(o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
-		}), builder.WithPredicates(recordOwnsOtherSets)).
+		Watches(&bindv1alpha1.DNSRecord{}, zoneOfRecord, builder.WithPredicates(recordOwnsOtherSets)).
+		WatchesRawSource(source.Channel(r.Deleted.subscribe(), zoneOfRecord)).
 		Watches(&bindv1alpha1.BindCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return zonesOf(ctx, o.GetNamespace(), o.GetName())
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -26,6 +27,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
@@ -34,8 +36,10 @@ import (
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
-// recordFinalizer removes a DNSRecord's data from its zone before the
-// object goes away.
+// recordFinalizer is the finalizer DNSRecords admitted by earlier
+// releases carry. Nothing adds it any more (DeletedRecords says why): the
+// controller strips it from live records and still honours it on records
+// that were already being deleted.
 const recordFinalizer = bindv1alpha1.DNSRecordFinalizer
 
 // deleteGiveUp bounds how long a deleted DNSRecord waits for its zone's
@@ -72,34 +76,84 @@ type DNSRecordReconciler struct {
 	// means DefaultResyncPeriod; negative turns the check off.
 	ResyncPeriod time.Duration
 
+	// Deleted holds the records deleted until their data is gone; shared
+	// with the BindZone reconciler's owners. Nil makes one.
+	Deleted *DeletedRecords
+
 	// names finds the DNSRecords of a zone at a name (recordindex.Names).
 	names *recordindex.Index
 }
 
-// Finalizers are written with a merge patch, status with a status patch.
+// The old finalizer is removed with a merge patch, status written with a
+// status patch.
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords/status,verbs=patch
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=dnsrecords/finalizers,verbs=update
 
-// Reconcile applies one DNSRecord.
+// Reconcile applies one DNSRecord, or removes the data of one that was
+// deleted (its tombstone).
 func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rec bindv1alpha1.DNSRecord
-	if err := r.Client.Get(ctx, req.NamespacedName, &rec); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	err := r.Client.Get(ctx, req.NamespacedName, &rec)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	// A tombstone goes first, also when a new record of the same name
+	// exists already: its data must leave before the new one writes.
+	if t, ok := r.Deleted.get(req.NamespacedName); ok && (err != nil || t.rec.UID != rec.UID) {
+		if res, done := r.bury(ctx, t); !done {
+			return res, nil
+		}
+	}
+	if err != nil {
+		return ctrl.Result{}, nil // gone, and its data with it
 	}
 	if rec.DeletionTimestamp != nil {
 		return r.finalize(ctx, &rec)
 	}
-	if err := addFinalizer(ctx, r.Client, &rec, recordFinalizer); err != nil {
+	if err := removeFinalizer(ctx, r.Client, &rec, recordFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	status := rec.Status.DeepCopy()
 	status.ObservedGeneration = rec.Generation
 	res, err := r.apply(ctx, &rec, status)
-	if uerr := replaceStatus(ctx, r.Client, &rec, &rec.Status, status); uerr != nil {
+	uerr := replaceStatus(ctx, r.Client, &rec, &rec.Status, status)
+	if apierrors.IsNotFound(uerr) {
+		// Deleted while this reconcile wrote: its tombstone holds the
+		// values from before this write, so what was just written goes
+		// here.
+		return ctrl.Result{}, r.unwrite(ctx, &rec, status)
+	}
+	if uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	return res, err
+}
+
+// bury removes the data of a deleted record, guarded by what it wrote, as
+// finalize does for a record that still has the finalizer. done is false
+// while it waits to retry.
+func (r *DNSRecordReconciler) bury(ctx context.Context, t tombstone) (ctrl.Result, bool) {
+	if err := r.deleteData(ctx, t.rec); err != nil {
+		if time.Since(t.at) < deleteGiveUp {
+			logf.FromContext(ctx).Info("removing a deleted record from its zone failed; retrying", "fqdn", t.rec.Status.FQDN, "type", t.rec.Spec.Type, "err", err.Error())
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, false
+		}
+		r.Recorder.Eventf(t.rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", t.rec.Status.FQDN, t.rec.Spec.Type, deleteGiveUp, err)
+	}
+	r.Deleted.finish(ctx, t.rec)
+	return ctrl.Result{}, true
+}
+
+// unwrite deletes what a reconcile wrote for a record that was deleted
+// meanwhile, when that differs from what its tombstone holds.
+func (r *DNSRecordReconciler) unwrite(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) error {
+	if slices.Equal(status.AppliedValues, rec.Status.AppliedValues) {
+		return nil // nothing new was written: the tombstone covers it
+	}
+	written := rec.DeepCopy()
+	written.Status = *status
+	return r.deleteData(ctx, written)
 }
 
 func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) (ctrl.Result, error) {
@@ -297,8 +351,10 @@ func olderThan(a, b *bindv1alpha1.DNSRecord) bool {
 	return a.Name < b.Name
 }
 
-// finalize deletes what this record wrote, guarded by appliedValues, then
-// lets the object go. A zone or cluster that is gone releases it at once.
+// finalize deletes what a record of an earlier release wrote, guarded by
+// appliedValues, then lets the object go: it was deleting with the old
+// finalizer when this release started. A zone or cluster that is gone
+// releases it at once.
 func (r *DNSRecordReconciler) finalize(ctx context.Context, rec *bindv1alpha1.DNSRecord) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(rec, recordFinalizer) {
 		return ctrl.Result{}, nil
@@ -355,8 +411,9 @@ func (r *DNSRecordReconciler) clearConflict(rec *bindv1alpha1.DNSRecord, status 
 }
 
 // SetupWithManager registers the reconciler. A change to a zone re-checks
-// its records (ownership against spec.records, TTL defaults), and a deleted
-// DNSRecord wakes the ones that lost a claim to it.
+// its records (ownership against spec.records, TTL defaults), and a
+// deleted DNSRecord, once its data is gone, wakes the ones that lost a
+// claim to it.
 func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("bind-operator")
@@ -366,6 +423,9 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Updates == nil {
 		r.Updates = batch.NewUpdates(r.BatchLinger, r.BatchSize)
+	}
+	if r.Deleted == nil {
+		r.Deleted = NewDeletedRecords()
 	}
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
@@ -386,24 +446,48 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	rivals := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return rivalsOf(ctx, r.names, o.(*bindv1alpha1.DNSRecord))
 	})
-	// A record's own status writes are not a reason to look at it again
-	// (each was one more DNS query per record); the spec, the resync
-	// annotation and deletion are.
-	recordChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectNew.GetDeletionTimestamp() != nil }})
 	zoneChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return zoneMattersToRecords(e.ObjectOld.(*bindv1alpha1.BindZone), e.ObjectNew.(*bindv1alpha1.BindZone))
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&bindv1alpha1.DNSRecord{}, builder.WithPredicates(recordChanged)).
-		Watches(&bindv1alpha1.BindZone{}, recordsOfZone, builder.WithPredicates(zoneChanged)).
-		Watches(&bindv1alpha1.DNSRecord{}, rivals, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectNew.GetDeletionTimestamp() != nil },
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("dnsrecord").
+		Watches(&bindv1alpha1.DNSRecord{}, r.recordEvents()).
+		Watches(&bindv1alpha1.BindZone{}, recordsOfZone, builder.WithPredicates(zoneChanged)).
+		WatchesRawSource(source.Channel(r.Deleted.subscribe(), rivals)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// recordEvents enqueues a DNSRecord when its spec, its resync annotation
+// or its deletion asks for work, not for its own status writes (each was
+// one more DNS query per record). A delete event carries the object's
+// final state: its tombstone is kept before the request is queued, so the
+// reconcile that finds the object gone always finds the tombstone.
+func (r *DNSRecordReconciler) recordEvents() handler.Funcs {
+	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectNew.GetDeletionTimestamp() != nil }})
+	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if changed.Update(e) {
+				add(q, e.ObjectNew)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if rec, ok := e.Object.(*bindv1alpha1.DNSRecord); ok {
+				r.Deleted.put(rec, time.Now())
+				add(q, rec)
+			}
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, e.Object)
+		},
+	}
 }
 
 // requestsOf are the requests of recs.
@@ -415,14 +499,10 @@ func requestsOf(recs []*bindv1alpha1.DNSRecord) []reconcile.Request {
 	return reqs
 }
 
-// rivalsOf maps a record being deleted to the other records of its zone
-// at its name: the one that lost the claim to it takes over (those of
-// another type find nothing changed). Not the record itself: its own
-// watch has it already, and a second reconcile queued behind the first
-// could read the cache before the finalizer's removal reached it and
-// delete the data again. That delete's prerequisite fails, and the UPDATE
-// batch it rides in is bisected: about 2×log2(batch) messages, one after
-// the other, instead of one.
+// rivalsOf maps a deleted record whose data is gone to the other records
+// of its zone at its name: the one that lost the claim to it takes over
+// (those of another type find nothing changed). Not the record itself:
+// its tombstone is finished.
 func rivalsOf(ctx context.Context, names *recordindex.Index, rec *bindv1alpha1.DNSRecord) []reconcile.Request {
 	self := client.ObjectKeyFromObject(rec)
 	others, _ := names.Get(ctx, recordindex.Of(rec))

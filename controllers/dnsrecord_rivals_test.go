@@ -14,7 +14,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 )
 
-// TestRivalsOfLeaveOutTheRecordItself: a record being deleted wakes the
+// TestRivalsOfLeaveOutTheRecordItself: a deleted record whose data is gone wakes the
 // other records of its zone at its name, in any namespace, and not
 // itself (a second reconcile of its own would delete its data twice).
 func TestRivalsOfLeaveOutTheRecordItself(t *testing.T) {

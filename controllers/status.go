@@ -32,8 +32,9 @@ func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, s
 // patch is computed by encoding both whole objects and decoding them again
 // to diff them, which was half of what a DNSRecord's status write
 // allocated and, under 10,000 creates, a tenth of everything the leader
-// allocated. Like patchStatus it never conflicts with spec edits, and an
-// object deleted meanwhile is no error.
+// allocated. Like patchStatus it never conflicts with spec edits. Unlike
+// it, an object deleted meanwhile answers NotFound: a DNSRecord deleted
+// while its reconcile wrote to the zone must undo that write.
 func replaceStatus(ctx context.Context, c client.Client, obj client.Object, current, status any) error {
 	if equality.Semantic.DeepEqual(current, status) {
 		return nil
@@ -44,7 +45,7 @@ func replaceStatus(ctx context.Context, c client.Client, obj client.Object, curr
 	if err != nil {
 		return err
 	}
-	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)))
+	return c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
 }
 
 // setCondition records a condition as observed at obj's generation.

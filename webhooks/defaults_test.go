@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -179,14 +181,30 @@ func TestDNSRecordDefaultThenValidate(t *testing.T) {
 		}})
 		NewWithT(t).Expect(r.Spec).To(Equal(v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "host", Type: "AAAA", TTL: ptr.To[v1alpha1.TTL](60), Values: []string{"2001:db8::1"}}))
 	})
-	t.Run("created with its finalizer", func(t *testing.T) {
-		ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create}})
-		r := defaultThenValidate(t, ctx, testWebhooks(t, zone).record, &v1alpha1.DNSRecord{ObjectMeta: objectMeta("r"), Spec: v1alpha1.DNSRecordSpec{
-			ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "api", Type: "CNAME", Values: []string{"WWW"},
-		}})
-		NewWithT(t).Expect(r.Finalizers).To(Equal([]string{v1alpha1.DNSRecordFinalizer}))
-		NewWithT(t).Expect(r.Spec.Values).To(Equal([]string{"www.example.com."}))
-	})
+	// A DNSRecord carries no finalizer: a create gets none, and the
+	// finalizers a client sent (another tool's, or the one of an earlier
+	// release on an UPDATE) are left as they are.
+	for _, c := range []struct {
+		op         admissionv1.Operation
+		finalizers []string
+	}{
+		{admissionv1.Create, nil},
+		{admissionv1.Create, []string{"example.com/audit"}},
+		{admissionv1.Update, []string{v1alpha1.DNSRecordFinalizer}},
+		{admissionv1.Update, nil},
+	} {
+		t.Run(fmt.Sprintf("%s with finalizers %v", c.op, c.finalizers), func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: c.op}})
+			in := &v1alpha1.DNSRecord{ObjectMeta: objectMeta("r"), Spec: v1alpha1.DNSRecordSpec{
+				ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "api", Type: "CNAME", Values: []string{"WWW"},
+			}}
+			in.Finalizers = slices.Clone(c.finalizers)
+			r := defaultThenValidate(t, ctx, testWebhooks(t, zone).record, in)
+			g.Expect(r.Finalizers).To(Equal(c.finalizers))
+			g.Expect(r.Spec.Values).To(Equal([]string{"www.example.com."}))
+		})
+	}
 }
 
 func TestBindTSIGKeyDefaultThenValidate(t *testing.T) {

@@ -6,12 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -132,16 +130,15 @@ func (w *DNSRecordWebhook) zoneOf(ctx context.Context, r *v1alpha1.DNSRecord) *v
 // zone-independent parts are normalised (case of name and type, order and
 // duplicates of values) and the TTL is left unset: guessing would make
 // absolute names and relative rdata wrong.
+//
+// Nothing but the spec is touched: a DNSRecord carries no finalizer (the
+// controller removes a deleted record's data from the last state its
+// informer saw), so a canonical create is admitted without a patch and a
+// DELETE is one write. Finalizers a client sets, another tool's or
+// v1alpha1.DNSRecordFinalizer on an object of an earlier release, are left
+// as they are.
 func (w *DNSRecordWebhook) Default(ctx context.Context, r *v1alpha1.DNSRecord) error {
 	defaultDNSRecord(r, w.zoneOf(ctx, r))
-	// The finalizer comes with the object: added by the controller it
-	// cost every DNSRecord one more write and two more admission calls,
-	// a third of what a GitOps tool applying thousands of them waits for.
-	// Only on create: re-adding it on update would undo the controller's
-	// removal and hold a deleted record forever.
-	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
-		controllerutil.AddFinalizer(r, v1alpha1.DNSRecordFinalizer)
-	}
 	return nil
 }
 

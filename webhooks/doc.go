@@ -24,5 +24,7 @@
 // is nothing new to default or validate, and judging it against other
 // objects could refuse a controller the removal of its finalizer, holding a
 // deleted object forever, because something it references changed since.
-// It also spares every deleted DNSRecord two admission calls.
+// It also spares the admission calls on the update that strips the
+// finalizer of an earlier release from a DNSRecord (DNSRecords are created
+// without one now).
 package webhooks

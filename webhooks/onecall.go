@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -38,10 +37,11 @@ import (
 // It serves the AdmissionReview itself (ServeHTTP) rather than through
 // controller-runtime's admission.Webhook, for the same reason: that one
 // parses each review twice (once to find its kind) and each object twice,
-// and diffs two encodings of the whole object to find the finalizer it
-// added. Here the review and the object are each parsed once, and the
-// finalizer is one patch operation; only a spec the defaulting changed is
-// diffed (BenchmarkDNSRecordAdmission).
+// and diffs the raw object against an encoding of the defaulted one on
+// every call. Here the review and the object are each parsed once, and a
+// canonical object, the common case, is admitted with no patch at all:
+// only an object the defaulting changed is diffed
+// (BenchmarkDNSRecordAdmission).
 type oneCall[T client.Object] struct {
 	defaulter admission.Defaulter[T]
 	validator admission.Validator[T]
@@ -141,10 +141,9 @@ func (h *oneCall[T]) Handle(ctx context.Context, req admission.Request) admissio
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	// The spec's patch is taken between two encodings of the Go type, not
-	// from the raw request: fields the type drops (an empty list the
-	// client spelled out) then never turn into "remove" operations.
-	finalizers := slices.Clone(obj.GetFinalizers())
+	// The patch is taken between two encodings of the Go type, not from
+	// the raw request: fields the type drops (an empty list the client
+	// spelled out) then never turn into "remove" operations.
 	before, err := json.Marshal(obj)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -165,7 +164,7 @@ func (h *oneCall[T]) Handle(ctx context.Context, req admission.Request) admissio
 	if err != nil {
 		return denied(err, warnings)
 	}
-	patch, err := patchOf(obj, before, finalizers)
+	patch, err := patchOf(obj, before)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -189,29 +188,20 @@ func (h *oneCall[T]) decode(raw []byte) (T, error) {
 	return obj, nil
 }
 
-// patchOf is the JSON patch from the object as it came (encoded as before,
-// with these finalizers) to obj. A changed finalizer list is one
-// operation; anything else the defaulting changed (a non-canonical spec)
-// is diffed. A canonical create, the common case, needs no diff.
-func patchOf(obj client.Object, before []byte, finalizers []string) ([]jsonpatch.Operation, error) {
-	now := obj.GetFinalizers()
-	obj.SetFinalizers(finalizers)
+// patchOf is the JSON patch from the object as it came (encoded as
+// before) to obj, defaulted. It holds only what the defaulting changed (a
+// non-canonical spec): no defaulter touches metadata, so the finalizers,
+// labels and annotations a client sent pass through as they are. A
+// canonical object, the common case, needs no diff and gets no patch.
+func patchOf(obj client.Object, before []byte) ([]jsonpatch.Operation, error) {
 	after, err := json.Marshal(obj)
-	obj.SetFinalizers(now)
 	if err != nil {
 		return nil, err
 	}
-	var patch []jsonpatch.Operation
-	if !bytes.Equal(before, after) {
-		if patch, err = jsonpatch.CreatePatch(before, after); err != nil {
-			return nil, err
-		}
+	if bytes.Equal(before, after) {
+		return nil, nil
 	}
-	if !slices.Equal(finalizers, now) {
-		// "add" of a member that exists replaces it (RFC 6902 4.1).
-		patch = append(patch, jsonpatch.NewOperation("add", "/metadata/finalizers", now))
-	}
-	return patch, nil
+	return jsonpatch.CreatePatch(before, after)
 }
 
 // denied answers with err's Status when it has one (apierrors.NewInvalid:

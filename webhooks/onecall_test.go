@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
@@ -73,12 +74,17 @@ func TestDNSRecordOneCall(t *testing.T) {
 	}
 	canonical := v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "www", Type: "A", TTL: ptr.To[v1alpha1.TTL](60), Values: []string{"192.0.2.1"}}
 
-	t.Run("a canonical create gets only its finalizer", func(t *testing.T) {
+	// notMetadata: no operation of a patch touches metadata (finalizers,
+	// labels, annotations stay as the client sent them).
+	notMetadata := Not(ContainElement(HaveField("Path", HavePrefix("/metadata"))))
+
+	t.Run("a canonical create gets no patch at all", func(t *testing.T) {
 		g := NewWithT(t)
 		resp := admit(t, request(admissionv1.Create, raw(t, canonical), runtime.RawExtension{}))
 		g.Expect(resp.Allowed).To(BeTrue())
 		g.Expect(resp.UID).To(BeEquivalentTo("1"))
-		g.Expect(opsOf(t, resp)).To(Equal([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/metadata/finalizers", Value: []any{v1alpha1.DNSRecordFinalizer}}}))
+		g.Expect(resp.Patch).To(BeEmpty())
+		g.Expect(resp.PatchType).To(BeNil())
 	})
 
 	t.Run("a create is canonicalised against its zone", func(t *testing.T) {
@@ -88,18 +94,46 @@ func TestDNSRecordOneCall(t *testing.T) {
 		resp := admit(t, req)
 		g.Expect(resp.Allowed).To(BeTrue())
 		g.Expect(resp.PatchType).To(Equal(ptr.To(admissionv1.PatchTypeJSONPatch)))
+		g.Expect(opsOf(t, resp)).To(notMetadata)
 		got := patched(t, req, resp)
 		g.Expect(got.Spec).To(Equal(canonical))
-		g.Expect(got.Finalizers).To(Equal([]string{v1alpha1.DNSRecordFinalizer}))
+		g.Expect(got.Finalizers).To(BeEmpty(), "a DNSRecord is created without a finalizer")
 	})
 
-	t.Run("an update keeps the finalizer the controller removed", func(t *testing.T) {
-		g := NewWithT(t)
+	// An object created by an earlier release carries the old finalizer
+	// until the controller strips it: an UPDATE neither removes it nor,
+	// once the controller (or a client) has removed it, adds it back.
+	t.Run("an update keeps whatever finalizers the client sent", func(t *testing.T) {
 		old := canonical.DeepCopy()
 		old.Values = []string{"192.0.2.9"}
-		resp := admit(t, request(admissionv1.Update, raw(t, canonical), raw(t, *old, v1alpha1.DNSRecordFinalizer)))
-		g.Expect(resp.Allowed).To(BeTrue())
-		g.Expect(resp.Patch).To(BeEmpty())
+		nonCanonical := canonical.DeepCopy()
+		nonCanonical.Name, nonCanonical.Type = "WWW.example.com.", "a"
+		for _, c := range []struct {
+			name       string
+			spec       v1alpha1.DNSRecordSpec
+			finalizers []string
+		}{
+			{"canonical, with the old finalizer", canonical, []string{v1alpha1.DNSRecordFinalizer}},
+			{"canonical, the old finalizer removed", canonical, nil},
+			{"canonical, with the old and another tool's", canonical, []string{"example.com/audit", v1alpha1.DNSRecordFinalizer}},
+			{"non-canonical, with the old finalizer", *nonCanonical, []string{v1alpha1.DNSRecordFinalizer}},
+			{"non-canonical, the old finalizer removed", *nonCanonical, nil},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				g := NewWithT(t)
+				req := request(admissionv1.Update, raw(t, c.spec, c.finalizers...), raw(t, *old, v1alpha1.DNSRecordFinalizer))
+				resp := admit(t, req)
+				g.Expect(resp.Allowed).To(BeTrue())
+				g.Expect(opsOf(t, resp)).To(notMetadata)
+				if c.spec.Name == canonical.Name {
+					g.Expect(resp.Patch).To(BeEmpty())
+					return
+				}
+				got := patched(t, req, resp)
+				g.Expect(got.Spec).To(Equal(canonical))
+				g.Expect(got.Finalizers).To(Equal(c.finalizers))
+			})
+		}
 	})
 
 	t.Run("an invalid record is denied with its field path", func(t *testing.T) {
@@ -125,13 +159,20 @@ func TestDNSRecordOneCall(t *testing.T) {
 		NewWithT(t).Expect(resp.Patch).To(BeEmpty())
 	})
 
-	t.Run("another finalizer is kept beside ours", func(t *testing.T) {
+	t.Run("another tool's finalizer is kept", func(t *testing.T) {
 		g := NewWithT(t)
-		req := request(admissionv1.Create, raw(t, canonical, "example.com/audit"), runtime.RawExtension{})
-		resp := admit(t, req)
+		resp := admit(t, request(admissionv1.Create, raw(t, canonical, "example.com/audit"), runtime.RawExtension{}))
 		g.Expect(resp.Allowed).To(BeTrue())
+		g.Expect(resp.Patch).To(BeEmpty(), "a canonical create with a finalizer of its own gets no patch")
+
+		values := canonical.DeepCopy()
+		values.Values = []string{"192.0.2.1", "192.0.2.1"}
+		req := request(admissionv1.Create, raw(t, *values, "example.com/audit"), runtime.RawExtension{})
+		resp = admit(t, req)
+		g.Expect(resp.Allowed).To(BeTrue())
+		g.Expect(opsOf(t, resp)).To(notMetadata)
 		got := patched(t, req, resp)
-		g.Expect(got.Finalizers).To(Equal([]string{"example.com/audit", v1alpha1.DNSRecordFinalizer}))
+		g.Expect(got.Finalizers).To(Equal([]string{"example.com/audit"}))
 		g.Expect(got.Spec).To(Equal(canonical))
 	})
 
@@ -174,7 +215,9 @@ func TestOneCallAnswersAPanicWithAnError(t *testing.T) {
 }
 
 // FuzzOneCallReview: whatever body arrives, the webhook answers with an
-// AdmissionReview and never panics (the body is network input).
+// AdmissionReview and never panics (the body is network input), and what
+// it admits is patched, if at all, in spec only: metadata (finalizers
+// above all) passes through as the client sent it.
 func FuzzOneCallReview(f *testing.F) {
 	zone := &v1alpha1.BindZone{ObjectMeta: objectMeta("example"), Spec: v1alpha1.BindZoneSpec{
 		ClusterRef: ref("dns"), ZoneName: "example.com", Type: v1alpha1.ZonePrimary,
@@ -184,8 +227,23 @@ func FuzzOneCallReview(f *testing.F) {
 	f.Add(dnsRecordCreateReview(f))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"UPDATE","object":{"spec":{"type":"CNAME"}},"oldObject":null}}`))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE","object":{"metadata":{"finalizers":[null]},"spec":{"values":[""]}}}}`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"2","operation":"UPDATE",` +
+		`"object":{"metadata":{"name":"r","finalizers":["bind.unkin.net/dnsrecord","example.com/audit"]},"spec":{"zoneRef":{"name":"example"},"name":"WWW","type":"a","values":["192.0.2.2","192.0.2.1"]}},` +
+		`"oldObject":{"metadata":{"name":"r","finalizers":["bind.unkin.net/dnsrecord"]},"spec":{"zoneRef":{"name":"example"},"name":"www","type":"A","values":["192.0.2.1"]}}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		postReview(t, hook, "application/json", body)
+		resp := postReview(t, hook, "application/json", body)
+		if !resp.Allowed || resp.Patch == nil {
+			return
+		}
+		var ops []jsonpatch.JsonPatchOperation
+		if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+			t.Fatalf("patch %s: %v", resp.Patch, err)
+		}
+		for _, op := range ops {
+			if strings.HasPrefix(op.Path, "/metadata") {
+				t.Fatalf("the patch changes metadata: %s", resp.Patch)
+			}
+		}
 	})
 }
 

@@ -196,9 +196,18 @@ func TestLifecycleUnderGeneratedRole(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		var r v1.DNSRecord
 		g.Expect(k8sClient.Get(ctx, key("api-example-com"), &r)).To(Succeed())
-		g.Expect(r.Finalizers).NotTo(BeEmpty())
+		g.Expect(r.Finalizers).To(BeEmpty())
 		ready(g, &r, &r.Status.Conditions, metav1.ConditionFalse, v1.ReasonZoneNotReady)
 	}).Should(Succeed(), "DNSRecord api-example-com")
+	// A DNSRecord of an earlier release carries the finalizer nothing adds
+	// any more: the operator strips it with the rights it has.
+	old := &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "earlier-release", Namespace: ns.Name, Finalizers: []string{v1.DNSRecordFinalizer}},
+		Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "example-com"}, Name: "earlier", Type: "A", Values: []string{"192.0.2.9"}}}
+	testkit.Must(t, k8sClient.Create(ctx, old))
+	g.Eventually(func(g Gomega) []string {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(old), old)).To(Succeed())
+		return old.Finalizers
+	}).Should(BeEmpty(), "the earlier release's finalizer stripped")
 	g.Eventually(func(g Gomega) {
 		var c v1.BindCatalogZone
 		ready(g, withName(&c, ns.Name, "catalog"), &c.Status.Conditions, metav1.ConditionFalse, v1.ReasonCatalogNotServed)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,6 +147,20 @@ func (s *Suite) StartManager(opts ctrl.Options, setup func(ctrl.Manager) error) 
 	}
 	s.stops = append(s.stops, stop)
 	return nil
+}
+
+// StartStoppableManager is StartManager for a suite whose tests stop the
+// manager and start another (an operator restarted): stop may be called
+// once or more, and the suite stops the manager when it ends unless a test
+// did.
+func (s *Suite) StartStoppableManager(opts ctrl.Options, setup func(ctrl.Manager) error) (stop func() error, err error) {
+	stop, err = StartManager(s.ctx, s.Config, opts, setup)
+	if err != nil {
+		return nil, err
+	}
+	stop = sync.OnceValue(stop)
+	s.stops = append(s.stops, stop)
+	return stop, nil
 }
 
 // StartManagerAs runs a manager for the whole suite as another identity:

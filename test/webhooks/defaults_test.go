@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -216,30 +217,96 @@ func TestImmutableOnUpdate(t *testing.T) {
 	expectInvalid(t, k8sClient.Update(ctx, &r), "spec.name", "immutable")
 }
 
-// TestDNSRecordFinalizerAtCreate: a DNSRecord is admitted with the
-// controller's finalizer (saving the controller a write per record), and an
-// update never puts it back once the controller has removed it, or a
-// deleted record would be held forever.
-func TestDNSRecordFinalizerAtCreate(t *testing.T) {
+// TestDNSRecordHasNoFinalizer: a DNSRecord is admitted without a finalizer
+// (the controller removes a deleted record's data from the last state its
+// informer saw), so a DELETE removes it at once; the finalizers a client
+// sets pass through as they are: another tool's is kept, and the one of an
+// earlier release is neither removed nor, once removed, added back by an
+// update.
+func TestDNSRecordHasNoFinalizer(t *testing.T) {
 	fixtures(t)
-	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("finalized"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "finalized", Type: "A", Values: []string{"192.0.2.8"}}}
-	if err := k8sClient.Create(ctx, rec); err != nil {
-		t.Fatal(err)
+	spec := func(name string) v1alpha1.DNSRecordSpec {
+		return v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: v1alpha1.RecordName(name), Type: "A", Values: []string{"192.0.2.8"}}
 	}
-	if !slices.Equal(rec.Finalizers, []string{v1alpha1.DNSRecordFinalizer}) {
-		t.Fatalf("created DNSRecord has finalizers %v, want [%s]", rec.Finalizers, v1alpha1.DNSRecordFinalizer)
+	// deletedAtOnce deletes rec and expects it gone with the DELETE.
+	deletedAtOnce := func(t *testing.T, rec *v1alpha1.DNSRecord) {
+		t.Helper()
+		if err := k8sClient.Delete(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		var got v1alpha1.DNSRecord
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rec), &got); !apierrors.IsNotFound(err) {
+			t.Errorf("the DNSRecord was not deleted at once (finalizers %v): %v", got.Finalizers, err)
+		}
 	}
-	rec.Finalizers = nil
-	if err := k8sClient.Update(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.Finalizers) != 0 {
-		t.Errorf("an update put the finalizer back: %v", rec.Finalizers)
-	}
-	if err := k8sClient.Delete(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rec), rec); err == nil {
-		t.Errorf("the DNSRecord without finalizer was not deleted at once: %v", rec.Finalizers)
-	}
+
+	t.Run("created without a finalizer, deleted at once", func(t *testing.T) {
+		rec := &v1alpha1.DNSRecord{ObjectMeta: meta("unfinalized"), Spec: spec("unfinalized")}
+		if err := k8sClient.Create(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.Finalizers) != 0 {
+			t.Fatalf("created DNSRecord has finalizers %v, want none", rec.Finalizers)
+		}
+		deletedAtOnce(t, rec)
+	})
+
+	t.Run("another tool's finalizer is kept", func(t *testing.T) {
+		rec := &v1alpha1.DNSRecord{ObjectMeta: meta("audited"), Spec: spec("Audited")}
+		rec.Finalizers = []string{"example.com/audit"}
+		if err := k8sClient.Create(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Spec.Name != "audited" {
+			t.Errorf("the mutating webhook did not run: spec.name %q", rec.Spec.Name)
+		}
+		if !slices.Equal(rec.Finalizers, []string{"example.com/audit"}) {
+			t.Errorf("created DNSRecord has finalizers %v, want [example.com/audit]", rec.Finalizers)
+		}
+		rec.Finalizers = nil
+		if err := k8sClient.Update(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		deletedAtOnce(t, rec)
+	})
+
+	t.Run("an update keeps the finalizer of an earlier release as sent", func(t *testing.T) {
+		// An object of an earlier release: the finalizer came with it.
+		rec := &v1alpha1.DNSRecord{ObjectMeta: meta("finalized"), Spec: spec("finalized")}
+		rec.Finalizers = []string{v1alpha1.DNSRecordFinalizer}
+		if err := k8sClient.Create(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rec.Finalizers, []string{v1alpha1.DNSRecordFinalizer}) {
+			t.Fatalf("created DNSRecord has finalizers %v, want [%s]", rec.Finalizers, v1alpha1.DNSRecordFinalizer)
+		}
+		// A spec change goes through the webhook: the finalizer stays.
+		rec.Spec.Values = []string{"192.0.2.9", "192.0.2.1"}
+		if err := k8sClient.Update(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rec.Spec.Values, []string{"192.0.2.1", "192.0.2.9"}) {
+			t.Errorf("the mutating webhook did not run on the update: values %v", rec.Spec.Values)
+		}
+		if !slices.Equal(rec.Finalizers, []string{v1alpha1.DNSRecordFinalizer}) {
+			t.Errorf("an update removed the finalizer of an earlier release: %v", rec.Finalizers)
+		}
+		// Removed (as the controller does), it is not put back by a
+		// later spec change.
+		rec.Finalizers = nil
+		if err := k8sClient.Update(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Spec.Values = []string{"192.0.2.7", "192.0.2.3"}
+		if err := k8sClient.Update(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rec.Spec.Values, []string{"192.0.2.3", "192.0.2.7"}) {
+			t.Errorf("the mutating webhook did not run on the update: values %v", rec.Spec.Values)
+		}
+		if len(rec.Finalizers) != 0 {
+			t.Errorf("an update put the finalizer back: %v", rec.Finalizers)
+		}
+		deletedAtOnce(t, rec)
+	})
 }

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +17,13 @@ import (
 // labelled and, once deleted, released by removing its finalizer: an
 // update that leaves spec alone does not reach the webhooks
 // (matchConditions), so nothing can hold a deleted object forever. A spec
-// change is still judged against the zone.
+// change is still judged against the zone. DNSRecords are created without
+// a finalizer now; this one has the finalizer of an earlier release, set
+// by the client as an object of that release has it until the controller
+// strips it. The record carries the
+// finalizer of an earlier release, set by the client as such an object
+// has it (DNSRecords are created without one now) until the controller
+// strips it.
 func TestMetadataUpdatesSkipAdmission(t *testing.T) {
 	fixtures(t)
 	zone := &v1alpha1.BindZone{ObjectMeta: meta("meta-zone"), Spec: v1alpha1.BindZoneSpec{ClusterRef: ref("auth"), ZoneName: "meta.example.com", UpdateKeyRef: &v1alpha1.LocalObjectReference{Name: "xfr"},
@@ -25,8 +32,12 @@ func TestMetadataUpdatesSkipAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &v1alpha1.DNSRecord{ObjectMeta: meta("meta-rec"), Spec: v1alpha1.DNSRecordSpec{ZoneRef: v1alpha1.ZoneReference{Name: "meta-zone"}, Name: "api", Type: "A", Values: []string{"192.0.2.1"}}}
+	rec.Finalizers = []string{v1alpha1.DNSRecordFinalizer}
 	if err := k8sClient.Create(ctx, rec); err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(rec.Finalizers, []string{v1alpha1.DNSRecordFinalizer}) {
+		t.Fatalf("created DNSRecord has finalizers %v, want [%s]", rec.Finalizers, v1alpha1.DNSRecordFinalizer)
 	}
 	zone.Spec.Records = append(zone.Spec.Records, v1alpha1.RecordSet{Name: "api", Type: "A", Values: []string{"192.0.2.2"}})
 	if err := k8sClient.Update(ctx, zone); err != nil {
@@ -58,6 +69,9 @@ func TestMetadataUpdatesSkipAdmission(t *testing.T) {
 	}
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
 		t.Fatal(err)
+	}
+	if rec.DeletionTimestamp == nil || !slices.Equal(rec.Finalizers, []string{v1alpha1.DNSRecordFinalizer}) {
+		t.Fatalf("the deleted record is not held by its finalizer: deletionTimestamp %v, finalizers %v", rec.DeletionTimestamp, rec.Finalizers)
 	}
 	rec.Finalizers = nil
 	if err := k8sClient.Update(ctx, rec); err != nil {

@@ -1,0 +1,136 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sync/errgroup"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"git.unkin.net/unkin/bind-operator/agent"
+	"git.unkin.net/unkin/bind-operator/agent/validate"
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+)
+
+// sweepParallel bounds the deletes of one sweep in flight: the batcher
+// packs them into few UPDATEs, and each Submit waits for its batch.
+const sweepParallel = 256
+
+// storedOwners caches, per agent, which zones it kept owners for when
+// this operator first asked: read once per agent (one call, not one per
+// zone, so a catalog of 10,000 zones without DNSRecords costs nothing
+// more), it tells which zones need a sweep on their first push.
+type storedOwners struct {
+	mu      sync.Mutex
+	byAgent map[string]storedZones
+}
+
+// storedZones is one agent's answer; legacy marks an agent of an earlier
+// release, which neither lists its owners nor takes values or owners
+// without keys.
+type storedZones struct {
+	refs   map[agent.ZoneRef]bool
+	legacy bool
+}
+
+func (s storedZones) has(ref agent.ZoneRef) bool { return s.refs[ref] }
+
+// zones returns the zones agentKey's agent stores owners for, asking it
+// the first time.
+func (s *storedOwners) zones(ctx context.Context, ac *agent.Client, agentKey string) (storedZones, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if z, ok := s.byAgent[agentKey]; ok {
+		return z, nil
+	}
+	refs, err := ac.StoredOwnersList(ctx, validate.Replies)
+	var z storedZones
+	switch {
+	case agent.IsNotFound(err):
+		logf.FromContext(ctx).Info("the primary's agent is of an earlier release and cannot list the record sets it keeps: DNSRecords deleted while no operator ran keep their data in its zones until the BIND pods run this release", "agent", agentKey)
+		z.legacy = true
+	case err != nil:
+		return storedZones{}, fmt.Errorf("asking the primary's agent which zones' owners it keeps: %w", err)
+	default:
+		z.refs = make(map[agent.ZoneRef]bool, len(refs))
+		for _, r := range refs {
+			z.refs[r] = true
+		}
+	}
+	if s.byAgent == nil {
+		s.byAgent = map[string]storedZones{}
+	}
+	s.byAgent[agentKey] = z
+	return z, nil
+}
+
+// sweep removes from zone the data of the DNSRecords that its primary's
+// agent still records but that no longer exist, nor wait as tombstones:
+// deleted while no operator ran, or before this one finished them. Each
+// delete is guarded by the values the record wrote, as a live delete is,
+// so data someone else wrote since stays.
+func (o *zoneOwners) sweep(ctx context.Context, zone *bindv1alpha1.BindZone, ac *agent.Client, ref agent.ZoneRef, want agent.OwnersRequest) error {
+	stored, err := ac.StoredOwners(ctx, ref, validate.Replies)
+	if agent.IsNotFound(err) {
+		return nil // forgotten since the list was read
+	}
+	if err != nil {
+		return fmt.Errorf("reading the record sets the primary's agent keeps for zone %s: %w", ref.Zone, err)
+	}
+	gone := orphanedSets(stored.Sets, want.Sets)
+	if len(gone) == 0 {
+		return nil
+	}
+	srv, err := o.servers.Resolve(ctx, zone)
+	if errors.Is(err, ErrClusterGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(sweepParallel)
+	for _, c := range gone {
+		g.Go(func() error {
+			err := o.updates.Submit(gctx, srv, string(zone.Spec.ZoneName), c)
+			var rc *dnsclient.RcodeError
+			if errors.As(err, &rc) && rc.Rcode == dns.RcodeNXRrset {
+				return nil // changed since by someone else: not ours to delete
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("removing the data of DNSRecords deleted while no operator ran from zone %s: %w", ref.Zone, err)
+	}
+	logf.FromContext(ctx).Info("removed the data of DNSRecords deleted while no operator ran", "zone", ref.Zone, "view", ref.View, "recordSets", len(gone))
+	return nil
+}
+
+// orphanedSets are the deletes of the stored sets that recorded values
+// and are not wanted any more. The apex and spec.records are always
+// wanted, and are stored without values anyway.
+func orphanedSets(stored, want []agent.OwnedSet) []dnsclient.Change {
+	// The agent's names are lowercase without the final dot, ours absolute.
+	id := func(s agent.OwnedSet) [2]string {
+		return [2]string{strings.ToLower(strings.TrimSuffix(s.Name, ".")), strings.ToUpper(s.Type)}
+	}
+	wanted := make(map[[2]string]bool, len(want))
+	for _, s := range want {
+		wanted[id(s)] = true
+	}
+	var out []dnsclient.Change
+	for _, s := range stored {
+		typ, known := dns.StringToType[strings.ToUpper(s.Type)]
+		if len(s.Values) == 0 || wanted[id(s)] || !known {
+			continue
+		}
+		out = append(out, dnsclient.Change{Op: dnsclient.Delete, Set: dnsclient.RRSet{Name: dns.Fqdn(s.Name), Type: typ}, Prev: s.Values})
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// DeletedRecords holds the last state of the DNSRecords deleted while the
+// operator runs, until their data has left the zone. DNSRecords carry no
+// finalizer (docs/proposals/dnsrecord-without-finalizer.md): a DELETE is
+// one etcd write instead of three, and the object is gone at once. What
+// the record wrote (status.appliedValues) survives here, taken from the
+// informer's delete event, which carries the object's final state.
+//
+// The DNSRecord controller puts and finishes tombstones; the owners
+// controller keeps their record sets owned while they are pending, so no
+// client with the update key can write a set the operator is about to
+// delete. Deletes that happen while no operator runs are found at start
+// from the primary's agent instead (zoneOwners.sweep).
+//
+// One DeletedRecords is shared by the DNSRecord and BindZone reconcilers
+// of a manager; a reconciler given none makes its own.
+type DeletedRecords struct {
+	mu    sync.Mutex
+	byKey map[types.NamespacedName]tombstone
+	// subscribers hear of every finished tombstone: the DNSRecord
+	// controller wakes the records that lost the claim to it, the owners
+	// controller releases its set.
+	subscribers []chan event.GenericEvent
+}
+
+type tombstone struct {
+	rec *bindv1alpha1.DNSRecord
+	at  time.Time // when the delete event arrived: deleteGiveUp counts from it
+}
+
+// NewDeletedRecords returns an empty set of tombstones.
+func NewDeletedRecords() *DeletedRecords {
+	return &DeletedRecords{byKey: map[types.NamespacedName]tombstone{}}
+}
+
+// put keeps rec's final state. A record that wrote nothing needs no
+// tombstone but still gets one: its rivals are woken when it is finished,
+// the same way for every record.
+func (d *DeletedRecords) put(rec *bindv1alpha1.DNSRecord, now time.Time) {
+	key := types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if prev, ok := d.byKey[key]; ok && prev.rec.UID == rec.UID {
+		return // a repeated delete event (a relist): keep the first time
+	}
+	d.byKey[key] = tombstone{rec: rec, at: now}
+}
+
+// get returns the pending tombstone of key.
+func (d *DeletedRecords) get(key types.NamespacedName) (tombstone, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.byKey[key]
+	return t, ok
+}
+
+// finish drops key's tombstone, if it is still rec's, and tells the
+// subscribers. Blocks while a subscriber's buffer is full, so no wake-up
+// is lost, unless ctx ends.
+func (d *DeletedRecords) finish(ctx context.Context, rec *bindv1alpha1.DNSRecord) {
+	key := types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}
+	d.mu.Lock()
+	if t, ok := d.byKey[key]; ok && t.rec.UID == rec.UID {
+		delete(d.byKey, key)
+	}
+	subs := d.subscribers
+	d.mu.Unlock()
+	for _, ch := range subs {
+		select {
+		case ch <- event.GenericEvent{Object: rec}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ofZone are the pending tombstones of zone's records.
+func (d *DeletedRecords) ofZone(zone types.NamespacedName) []*bindv1alpha1.DNSRecord {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*bindv1alpha1.DNSRecord
+	for _, t := range d.byKey {
+		if t.rec.ZoneKey() == zone {
+			out = append(out, t.rec)
+		}
+	}
+	return out
+}
+
+// subscribe returns a channel that hears of every finished tombstone
+// (for a source.Channel, which drains it into the controller's queue).
+func (d *DeletedRecords) subscribe() <-chan event.GenericEvent {
+	ch := make(chan event.GenericEvent, 1024)
+	d.mu.Lock()
+	d.subscribers = append(d.subscribers, ch)
+	d.mu.Unlock()
+	return ch
+}
