@@ -9,12 +9,14 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/validate"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // sweepParallel bounds the deletes of one sweep in flight: the batcher
@@ -109,12 +111,20 @@ func (o *zoneOwners) sweep(ctx context.Context, zone *bindv1alpha1.BindZone, ac 
 		return fmt.Errorf("removing the data of DNSRecords deleted while no operator ran from zone %s: %w", ref.Zone, err)
 	}
 	logf.FromContext(ctx).Info("removed the data of DNSRecords deleted while no operator ran", "zone", ref.Zone, "view", ref.View, "recordSets", len(gone))
+	for _, c := range gone {
+		if name, err := records.RelativeName(string(zone.Spec.ZoneName), c.Set.Name); err == nil {
+			o.deleted.swept(ctx, client.ObjectKeyFromObject(zone), name, dns.TypeToString[c.Set.Type])
+		}
+	}
 	return nil
 }
 
 // orphanedSets are the deletes of the stored sets that recorded values
-// and are not wanted any more. The apex and spec.records are always
-// wanted, and are stored without values anyway.
+// (a DNSRecord's) and that no DNSRecord with values of its own wants any
+// more. A set only wanted by records that wrote nothing (one that lost the
+// claim to the deleted record, a new one) is the deleted record's data
+// still: it goes, so they can take the set over. The apex and
+// spec.records are stored without values and never go.
 func orphanedSets(stored, want []agent.OwnedSet) []dnsclient.Change {
 	// The agent's names are lowercase without the final dot, ours absolute.
 	id := func(s agent.OwnedSet) [2]string {
@@ -122,7 +132,9 @@ func orphanedSets(stored, want []agent.OwnedSet) []dnsclient.Change {
 	}
 	wanted := make(map[[2]string]bool, len(want))
 	for _, s := range want {
-		wanted[id(s)] = true
+		if len(s.Values) > 0 {
+			wanted[id(s)] = true
+		}
 	}
 	var out []dnsclient.Change
 	for _, s := range stored {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -29,9 +30,9 @@ import (
 type DeletedRecords struct {
 	mu    sync.Mutex
 	byKey map[types.NamespacedName]tombstone
-	// subscribers hear of every finished tombstone: the DNSRecord
-	// controller wakes the records that lost the claim to it, the owners
-	// controller releases its set.
+	// subscribers hear of every finished tombstone, and of every set a
+	// sweep removed: the DNSRecord controller wakes the records that lost
+	// the claim to it, the owners controller releases its set.
 	subscribers []chan event.GenericEvent
 }
 
@@ -67,14 +68,34 @@ func (d *DeletedRecords) get(key types.NamespacedName) (tombstone, bool) {
 }
 
 // finish drops key's tombstone, if it is still rec's, and tells the
-// subscribers. Blocks while a subscriber's buffer is full, so no wake-up
-// is lost, unless ctx ends.
+// subscribers.
 func (d *DeletedRecords) finish(ctx context.Context, rec *bindv1alpha1.DNSRecord) {
 	key := types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}
 	d.mu.Lock()
 	if t, ok := d.byKey[key]; ok && t.rec.UID == rec.UID {
 		delete(d.byKey, key)
 	}
+	d.mu.Unlock()
+	d.tell(ctx, rec)
+}
+
+// swept tells the subscribers that the data of a DNSRecord deleted while
+// no operator ran is gone from zone at name (relative, canonical) and
+// type: the records that lost the claim to it take the set over. Only
+// what the subscribers map by is known of that record: its zone, name and
+// type.
+func (d *DeletedRecords) swept(ctx context.Context, zone types.NamespacedName, name, typ string) {
+	d.tell(ctx, &bindv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: zone.Namespace},
+		Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: zone.Name, Namespace: zone.Namespace},
+			Name: bindv1alpha1.RecordName(name), Type: bindv1alpha1.RecordType(typ)},
+	})
+}
+
+// tell sends rec to every subscriber. Blocks while a subscriber's buffer
+// is full, so no wake-up is lost, unless ctx ends.
+func (d *DeletedRecords) tell(ctx context.Context, rec *bindv1alpha1.DNSRecord) {
+	d.mu.Lock()
 	subs := d.subscribers
 	d.mu.Unlock()
 	for _, ch := range subs {

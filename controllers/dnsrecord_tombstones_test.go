@@ -72,8 +72,8 @@ func TestDeletedRecordsTombstones(t *testing.T) {
 }
 
 // TestOrphanedSets: only sets that recorded values (a DNSRecord's) and
-// that nothing wants any more are deleted, each guarded by its values;
-// names compare without case or final dot.
+// that no record with values wants any more are deleted, each guarded by
+// its values; names compare without case or final dot.
 func TestOrphanedSets(t *testing.T) {
 	g := NewWithT(t)
 	stored := []agent.OwnedSet{
@@ -82,16 +82,23 @@ func TestOrphanedSets(t *testing.T) {
 		{Name: "inline.example.test", Type: "A"},
 		{Name: "gone.example.test", Type: "A", Values: []string{"192.0.2.1", "192.0.2.2"}},
 		{Name: "kept.example.test", Type: "TXT", Values: []string{`"x"`}},
+		{Name: "claimed.example.test", Type: "A", Values: []string{"192.0.2.3"}},
 		{Name: "odd.example.test", Type: "NOSUCHTYPE", Values: []string{"1"}},
 	}
 	want := []agent.OwnedSet{
 		{Name: "example.test.", Type: "SOA"},
-		{Name: "Kept.Example.Test.", Type: "txt"},
+		{Name: "Kept.Example.Test.", Type: "txt", Values: []string{`"y"`}},
+		{Name: "claimed.example.test.", Type: "A"}, // lost the claim to the deleted record: wrote nothing
+		{Name: "inline.example.test.", Type: "A"},
 	}
 	g.Expect(orphanedSets(stored, want)).To(Equal([]dnsclient.Change{{
 		Op:   dnsclient.Delete,
 		Set:  dnsclient.RRSet{Name: "gone.example.test.", Type: dns.TypeA},
 		Prev: []string{"192.0.2.1", "192.0.2.2"},
+	}, {
+		Op:   dnsclient.Delete,
+		Set:  dnsclient.RRSet{Name: "claimed.example.test.", Type: dns.TypeA},
+		Prev: []string{"192.0.2.3"},
 	}}))
 }
 

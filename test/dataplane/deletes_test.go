@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,8 +25,9 @@ import (
 // The operator that starts next finds those deletes from the record sets
 // the primary's agent keeps, in guarded and unguarded zones alike, and
 // removes their data, guarded by the values each record wrote: a set that
-// someone changed meanwhile stays as they left it, and every record that
-// still exists keeps its data.
+// someone changed meanwhile stays as they left it, every record that
+// still exists keeps its data, and one that had lost the claim to a
+// deleted record takes its set over.
 func TestDNSRecordDeletedWhileNoOperatorRuns(t *testing.T) {
 	c := newCluster(t, 1)
 	guarded := &v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Spec: v1.BindZoneSpec{
@@ -51,6 +53,7 @@ func TestDNSRecordDeletedWhileNoOperatorRuns(t *testing.T) {
 		record(zone, "kept", "192.0.2.2")
 	}
 	record("open", "changed", "192.0.2.3")
+	record("open", "shared", "192.0.2.4")
 	for _, zone := range []string{"guarded", "open"} {
 		c.waitAll("a record to delete", 10*time.Second, "gone."+zone+".test", dns.TypeA, "192.0.2.1")
 		c.waitAll("a record to keep", 10*time.Second, "kept."+zone+".test", dns.TypeA, "192.0.2.2")
@@ -62,9 +65,20 @@ func TestDNSRecordDeletedWhileNoOperatorRuns(t *testing.T) {
 		}).WithTimeout(10*time.Second).Should(Succeed(), "the agent keeps what the records of %s wrote", zone)
 	}
 	c.waitAll("a record someone changes", 10*time.Second, "changed.open.test", dns.TypeA, "192.0.2.3")
+	c.waitAll("a record another claims", 10*time.Second, "shared.open.test", dns.TypeA, "192.0.2.4")
+	// A later record for the same set loses the claim while the first one
+	// lives, and takes the set over once it is gone.
+	c.create(&v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "open-shared-later"}, Spec: v1.DNSRecordSpec{
+		ZoneRef: v1.ZoneReference{Name: "open"}, Name: "shared", Type: "A", Values: []string{"192.0.2.5"},
+	}})
+	c.g.Eventually(func(g Gomega) {
+		var r v1.DNSRecord
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "open-shared-later"}, &r)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(r.Status.Conditions, v1.ConditionConflict)).To(HaveField("Reason", v1.ReasonClaimed))
+	}).WithTimeout(10*time.Second).Should(Succeed(), "the later record loses the claim")
 
 	whileNoOperatorRuns(t, func() {
-		for _, name := range []string{"guarded-gone", "open-gone", "open-changed"} {
+		for _, name := range []string{"guarded-gone", "open-gone", "open-changed", "open-shared"} {
 			rec := &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: name}}
 			testkit.Must(t, k8s.Delete(ctx, rec))
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(rec), rec); !apierrors.IsNotFound(err) {
@@ -90,4 +104,5 @@ func TestDNSRecordDeletedWhileNoOperatorRuns(t *testing.T) {
 		}).WithTimeout(10*time.Second).Should(Succeed(), "the agent of %s forgets the deleted record's set", zone)
 	}
 	c.waitAll("the set someone changed meanwhile", 5*time.Second, "changed.open.test", dns.TypeA, "198.18.0.7")
+	c.waitAll("the set the deleted record's rival takes over", 10*time.Second, "shared.open.test", dns.TypeA, "192.0.2.5")
 }
