@@ -17,6 +17,10 @@
 //	POST /v1/zones/status        ZoneRef             → ZoneStatus
 //	POST /v1/sync                {}                  → SyncResult
 //	POST /v1/policies/apply      PolicyRequest       → PolicyResult
+//	POST /v1/transfers/probe     TransferProbeRequest → TransferProbeResult
+//	POST /v1/zones/owners        OwnersRequest       → OwnersResult
+//	POST /v1/zones/owners/list   {}                  → StoredOwners
+//	POST /v1/zones/owners/get    ZoneRef             → OwnersRequest (404: none stored)
 //
 // Errors come back as ErrorResponse with a 4xx (the request is wrong and
 // will stay wrong) or 5xx (named or the agent failed; retry) status.
