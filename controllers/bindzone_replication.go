@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
@@ -251,9 +252,11 @@ func (s *replication) forget(zone types.NamespacedName) {
 }
 
 // recordApplied tells whether a DNSRecord event may have changed its
-// zone's data: what it applied changed, or it went.
+// zone's data: what it applied changed. Not a delete: the data goes only
+// when its tombstone is finished, which the controller hears of too.
 var recordApplied = predicate.Funcs{
 	CreateFunc: func(event.CreateEvent) bool { return false },
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*bindv1alpha1.DNSRecord), e.ObjectNew.(*bindv1alpha1.DNSRecord)
 		return !slices.Equal(o.Status.AppliedValues, n.Status.AppliedValues) || ptr.Deref(o.Status.AppliedTTL, -1) != ptr.Deref(n.Status.AppliedTTL, -1)
@@ -262,8 +265,9 @@ var recordApplied = predicate.Funcs{
 }
 
 // setupReplication registers the bindzone-replication controller: a look
-// when a DNSRecord applied or removed data and when the zone's spec
-// changed, then until its secondaries serve the primary's serial.
+// when a DNSRecord applied data, when a deleted one's data is gone
+// (DeletedRecords) and when the zone's spec changed, then until its
+// secondaries serve the primary's serial.
 func (r *BindZoneReconciler) setupReplication(mgr ctrl.Manager) error {
 	// A zone that starts Replicating is looked at then too: the look its
 	// spec change triggered may have come before the primary served the
@@ -272,11 +276,13 @@ func (r *BindZoneReconciler) setupReplication(mgr ctrl.Manager) error {
 		return readyReason(e.ObjectNew.(*bindv1alpha1.BindZone)) == bindv1alpha1.ReasonReplicating &&
 			readyReason(e.ObjectOld.(*bindv1alpha1.BindZone)) != bindv1alpha1.ReasonReplicating
 	}}
+	zoneOfRecord := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindZone{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, startsReplicating))).
-		Watches(&bindv1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
-		}), builder.WithPredicates(recordApplied)).
+		Watches(&bindv1alpha1.DNSRecord{}, zoneOfRecord, builder.WithPredicates(recordApplied)).
+		WatchesRawSource(source.Channel(r.Deleted.subscribe(), zoneOfRecord)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("bindzone-replication").
 		Complete(replicationReconciler{BindZoneReconciler: r, state: &replication{}})

@@ -32,7 +32,8 @@ type DeletedRecords struct {
 	byKey map[types.NamespacedName]tombstone
 	// subscribers hear of every finished tombstone, and of every set a
 	// sweep removed: the DNSRecord controller wakes the records that lost
-	// the claim to it, the owners controller releases its set.
+	// the claim to it, the owners controller releases its set, the
+	// replication controller looks at the zone's secondaries.
 	subscribers []chan event.GenericEvent
 }
 
