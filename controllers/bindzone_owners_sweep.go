@@ -54,7 +54,7 @@ func (s *storedOwners) zones(ctx context.Context, ac *agent.Client, agentKey str
 	var z storedZones
 	switch {
 	case agent.IsNotFound(err):
-		logf.FromContext(ctx).Info("the primary's agent is of an earlier release and cannot list the record sets it keeps: DNSRecords deleted while no operator ran keep their data in its zones until the BIND pods run this release", "agent", agentKey)
+		logf.FromContext(ctx).Info("the primary's agent is of an earlier release and cannot list the record sets it keeps: DNSRecords deleted while no operator ran keep their data in its zones; it keeps the sets of the records deleted from now on once the BIND pods run this release", "agent", agentKey)
 		z.legacy = true
 	case err != nil:
 		return storedZones{}, fmt.Errorf("asking the primary's agent which zones' owners it keeps: %w", err)

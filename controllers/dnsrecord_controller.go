@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -98,12 +99,14 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	// A tombstone goes first, also when a new record of the same name
-	// exists already: its data must leave before the new one writes.
-	if t, ok := r.Deleted.get(req.NamespacedName); ok && (err != nil || t.rec.UID != rec.UID) {
-		if res, done := r.bury(ctx, t); !done {
-			return res, nil
-		}
+	// Tombstones go first, also when a new record of the same name exists
+	// already: their data must leave before the new one writes.
+	live := rec.UID
+	if err != nil {
+		live = ""
+	}
+	if res, done := r.buryAll(ctx, req.NamespacedName, live); !done {
+		return res, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, nil // gone, and its data with it
@@ -119,15 +122,36 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	res, err := r.apply(ctx, &rec, status)
 	uerr := replaceStatus(ctx, r.Client, &rec, &rec.Status, status)
 	if apierrors.IsNotFound(uerr) {
-		// Deleted while this reconcile wrote: its tombstone holds the
-		// values from before this write, so what was just written goes
-		// here.
-		return ctrl.Result{}, r.unwrite(ctx, &rec, status)
+		// Deleted while this reconcile wrote: the delete event saw the
+		// values from before this write, so what was just written becomes
+		// the tombstone, and goes as any tombstone does (retried, then
+		// given up).
+		if !slices.Equal(status.AppliedValues, rec.Status.AppliedValues) {
+			written := rec.DeepCopy()
+			written.Status = *status
+			r.Deleted.rewrite(written, time.Now())
+		}
+		res, _ := r.buryAll(ctx, req.NamespacedName, "")
+		return res, nil
 	}
 	if uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	return res, err
+}
+
+// buryAll buries key's tombstones, oldest first, but the live record's;
+// done is false while one waits to retry.
+func (r *DNSRecordReconciler) buryAll(ctx context.Context, key types.NamespacedName, live types.UID) (ctrl.Result, bool) {
+	for _, t := range r.Deleted.of(key) {
+		if t.rec.UID == live {
+			continue
+		}
+		if res, done := r.bury(ctx, t); !done {
+			return res, false
+		}
+	}
+	return ctrl.Result{}, true
 }
 
 // bury removes the data of a deleted record, guarded by what it wrote, as
@@ -143,17 +167,6 @@ func (r *DNSRecordReconciler) bury(ctx context.Context, t tombstone) (ctrl.Resul
 	}
 	r.Deleted.finish(ctx, t.rec)
 	return ctrl.Result{}, true
-}
-
-// unwrite deletes what a reconcile wrote for a record that was deleted
-// meanwhile, when that differs from what its tombstone holds.
-func (r *DNSRecordReconciler) unwrite(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) error {
-	if slices.Equal(status.AppliedValues, rec.Status.AppliedValues) {
-		return nil // nothing new was written: the tombstone covers it
-	}
-	written := rec.DeepCopy()
-	written.Status = *status
-	return r.deleteData(ctx, written)
 }
 
 func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) (ctrl.Result, error) {
@@ -474,6 +487,13 @@ func (r *DNSRecordReconciler) recordEvents() handler.Funcs {
 			add(q, e.Object)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if old, ok := e.ObjectOld.(*bindv1alpha1.DNSRecord); ok && old.UID != e.ObjectNew.GetUID() {
+				// A relist after a watch gap reports a record deleted
+				// and created again under its name as an update.
+				r.Deleted.put(old, time.Now())
+				add(q, e.ObjectNew)
+				return
+			}
 			if changed.Update(e) {
 				add(q, e.ObjectNew)
 			}

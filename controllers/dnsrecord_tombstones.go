@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,8 +29,12 @@ import (
 // One DeletedRecords is shared by the DNSRecord and BindZone reconcilers
 // of a manager; a reconciler given none makes its own.
 type DeletedRecords struct {
-	mu    sync.Mutex
-	byKey map[types.NamespacedName]tombstone
+	mu sync.Mutex
+	// byKey holds, per namespace/name, the tombstones of every record of
+	// that name deleted and not finished yet, oldest first: a record
+	// deleted, created again and deleted again before the first is
+	// finished leaves two, each with its own data.
+	byKey map[types.NamespacedName][]tombstone
 	// subscribers hear of every finished tombstone, and of every set a
 	// sweep removed: the DNSRecord controller wakes the records that lost
 	// the claim to it, the owners controller releases its set, the
@@ -44,7 +49,7 @@ type tombstone struct {
 
 // NewDeletedRecords returns an empty set of tombstones.
 func NewDeletedRecords() *DeletedRecords {
-	return &DeletedRecords{byKey: map[types.NamespacedName]tombstone{}}
+	return &DeletedRecords{byKey: map[types.NamespacedName][]tombstone{}}
 }
 
 // put keeps rec's final state. A record that wrote nothing needs no
@@ -54,27 +59,44 @@ func (d *DeletedRecords) put(rec *bindv1alpha1.DNSRecord, now time.Time) {
 	key := types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if prev, ok := d.byKey[key]; ok && prev.rec.UID == rec.UID {
-		return // a repeated delete event (a relist): keep the first time
+	if slices.ContainsFunc(d.byKey[key], func(t tombstone) bool { return t.rec.UID == rec.UID }) {
+		return // a repeated delete event (a relist): keep the first
 	}
-	d.byKey[key] = tombstone{rec: rec, at: now}
+	d.byKey[key] = append(d.byKey[key], tombstone{rec: rec, at: now})
 }
 
-// get returns the pending tombstone of key.
-func (d *DeletedRecords) get(key types.NamespacedName) (tombstone, bool) {
+// rewrite makes rec, as a reconcile that met it deleted has just written
+// it, its tombstone: what that reconcile wrote supersedes what the delete
+// event saw.
+func (d *DeletedRecords) rewrite(rec *bindv1alpha1.DNSRecord, now time.Time) {
+	key := types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	t, ok := d.byKey[key]
-	return t, ok
+	for i, t := range d.byKey[key] {
+		if t.rec.UID == rec.UID {
+			d.byKey[key][i].rec = rec
+			return
+		}
+	}
+	d.byKey[key] = append(d.byKey[key], tombstone{rec: rec, at: now})
 }
 
-// finish drops key's tombstone, if it is still rec's, and tells the
-// subscribers.
+// of returns the pending tombstones of key, oldest first.
+func (d *DeletedRecords) of(key types.NamespacedName) []tombstone {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.byKey[key])
+}
+
+// finish drops rec's tombstone and tells the subscribers.
 func (d *DeletedRecords) finish(ctx context.Context, rec *bindv1alpha1.DNSRecord) {
 	key := types.NamespacedName{Namespace: rec.Namespace, Name: rec.Name}
 	d.mu.Lock()
-	if t, ok := d.byKey[key]; ok && t.rec.UID == rec.UID {
+	left := slices.DeleteFunc(d.byKey[key], func(t tombstone) bool { return t.rec.UID == rec.UID })
+	if len(left) == 0 {
 		delete(d.byKey, key)
+	} else {
+		d.byKey[key] = left
 	}
 	d.mu.Unlock()
 	d.tell(ctx, rec)
@@ -113,9 +135,11 @@ func (d *DeletedRecords) ofZone(zone types.NamespacedName) []*bindv1alpha1.DNSRe
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []*bindv1alpha1.DNSRecord
-	for _, t := range d.byKey {
-		if t.rec.ZoneKey() == zone {
-			out = append(out, t.rec)
+	for _, ts := range d.byKey {
+		for _, t := range ts {
+			if t.rec.ZoneKey() == zone {
+				out = append(out, t.rec)
+			}
 		}
 	}
 	return out

@@ -37,34 +37,48 @@ func tombstoneRecord(ns, name, uid, zone string) *bindv1alpha1.DNSRecord {
 
 // TestDeletedRecordsTombstones: a repeated delete event (a relist) keeps
 // the time of the first, so deleteGiveUp counts from the real delete; a
-// record created again under the same name gets its own tombstone, which
-// finishing the older one's does not drop; every subscriber hears of each
-// finished tombstone.
+// record deleted, created again and deleted again before the first is
+// finished leaves two tombstones, oldest first, each finished on its own;
+// what a reconcile wrote to a deleted record replaces what its delete
+// event saw; every subscriber hears of each finished tombstone.
 func TestDeletedRecordsTombstones(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	d := NewDeletedRecords()
 	rivals, owners := d.subscribe(), d.subscribe()
+	key := types.NamespacedName{Namespace: "dns", Name: "www"}
+	uids := func() []types.UID {
+		var out []types.UID
+		for _, ts := range d.of(key) {
+			out = append(out, ts.rec.UID)
+		}
+		return out
+	}
 	t0 := time.Unix(1000, 0)
 	first := tombstoneRecord("dns", "www", "uid-1", "example")
 	d.put(first, t0)
 	d.put(first.DeepCopy(), t0.Add(time.Minute))
-	ts, ok := d.get(types.NamespacedName{Namespace: "dns", Name: "www"})
-	g.Expect(ok).To(BeTrue())
-	g.Expect(ts.at).To(Equal(t0), "a repeated delete event keeps the first time")
+	g.Expect(d.of(key)).To(HaveLen(1))
+	g.Expect(d.of(key)[0].at).To(Equal(t0), "a repeated delete event keeps the first time")
 
 	d.put(tombstoneRecord("dns", "api", "uid-2", "other"), t0)
 	g.Expect(d.ofZone(types.NamespacedName{Namespace: "dns", Name: "example"})).To(ConsistOf(first))
 
 	again := tombstoneRecord("dns", "www", "uid-3", "example")
 	d.put(again, t0.Add(time.Hour))
+	g.Expect(uids()).To(Equal([]types.UID{"uid-1", "uid-3"}), "the record created again and deleted again does not hide the first")
+	g.Expect(d.ofZone(types.NamespacedName{Namespace: "dns", Name: "example"})).To(ConsistOf(first, again))
+
+	written := again.DeepCopy()
+	written.Status.AppliedValues = []string{"192.0.2.9"}
+	d.rewrite(written, t0.Add(2*time.Hour))
+	g.Expect(d.of(key)[1].rec.Status.AppliedValues).To(Equal([]string{"192.0.2.9"}), "what the reconcile wrote replaces what the delete event saw")
+	g.Expect(d.of(key)[1].at).To(Equal(t0.Add(time.Hour)))
+
 	d.finish(ctx, first)
-	ts, ok = d.get(types.NamespacedName{Namespace: "dns", Name: "www"})
-	g.Expect(ok).To(BeTrue(), "finishing an older record's tombstone keeps the newer one's")
-	g.Expect(ts.rec.UID).To(Equal(types.UID("uid-3")))
-	d.finish(ctx, again)
-	_, ok = d.get(types.NamespacedName{Namespace: "dns", Name: "www"})
-	g.Expect(ok).To(BeFalse())
+	g.Expect(uids()).To(Equal([]types.UID{"uid-3"}), "finishing one tombstone keeps the other")
+	d.finish(ctx, written)
+	g.Expect(d.of(key)).To(BeEmpty())
 	for name, ch := range map[string]<-chan event.GenericEvent{"rivals": rivals, "owners": owners} {
 		g.Expect((<-ch).Object.GetUID()).To(Equal(types.UID("uid-1")), name)
 		g.Expect((<-ch).Object.GetUID()).To(Equal(types.UID("uid-3")), name)
@@ -111,8 +125,8 @@ func (f fixedServer) Resolve(context.Context, *bindv1alpha1.BindZone) (ZoneServe
 
 // TestReconcileUndoesAWriteToADeletedRecord: a record deleted while its
 // reconcile wrote to the zone (its status patch answers NotFound) has
-// what was just written deleted again: its tombstone holds the values
-// from before that write.
+// what was just written deleted again: what it wrote becomes its
+// tombstone (the delete event saw the values from before that write).
 func TestReconcileUndoesAWriteToADeletedRecord(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
