@@ -30,6 +30,10 @@ const sweepParallel = 256
 type storedOwners struct {
 	mu      sync.Mutex
 	byAgent map[string]storedZones
+	// asking serialises the question per agent (agentKey → *sync.Mutex):
+	// the zones of one cluster ask once, and an agent that does not
+	// answer holds up only its own cluster's pushes.
+	asking sync.Map
 }
 
 // storedZones is one agent's answer; legacy marks an agent of an earlier
@@ -45,13 +49,16 @@ func (s storedZones) has(ref agent.ZoneRef) bool { return s.refs[ref] }
 // zones returns the zones agentKey's agent stores owners for, asking it
 // the first time.
 func (s *storedOwners) zones(ctx context.Context, ac *agent.Client, agentKey string) (storedZones, error) {
+	l, _ := s.asking.LoadOrStore(agentKey, &sync.Mutex{})
+	l.(*sync.Mutex).Lock()
+	defer l.(*sync.Mutex).Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if z, ok := s.byAgent[agentKey]; ok {
+	z, ok := s.byAgent[agentKey]
+	s.mu.Unlock()
+	if ok {
 		return z, nil
 	}
 	refs, err := ac.StoredOwnersList(ctx, validate.Replies)
-	var z storedZones
 	switch {
 	case agent.IsNotFound(err):
 		logf.FromContext(ctx).Info("the primary's agent is of an earlier release and cannot list the record sets it keeps: DNSRecords deleted while no operator ran keep their data in its zones; it keeps the sets of the records deleted from now on once the BIND pods run this release", "agent", agentKey)
@@ -64,10 +71,12 @@ func (s *storedOwners) zones(ctx context.Context, ac *agent.Client, agentKey str
 			z.refs[r] = true
 		}
 	}
+	s.mu.Lock()
 	if s.byAgent == nil {
 		s.byAgent = map[string]storedZones{}
 	}
 	s.byAgent[agentKey] = z
+	s.mu.Unlock()
 	return z, nil
 }
 
@@ -84,7 +93,7 @@ func (o *zoneOwners) sweep(ctx context.Context, zone *bindv1alpha1.BindZone, ac 
 	if err != nil {
 		return fmt.Errorf("reading the record sets the primary's agent keeps for zone %s: %w", ref.Zone, err)
 	}
-	gone := orphanedSets(stored.Sets, want.Sets)
+	gone := orphanedSets(stored.Sets, want.Sets, zone)
 	if len(gone) == 0 {
 		return nil
 	}
@@ -101,10 +110,16 @@ func (o *zoneOwners) sweep(ctx context.Context, zone *bindv1alpha1.BindZone, ac 
 		g.Go(func() error {
 			err := o.updates.Submit(gctx, srv, string(zone.Spec.ZoneName), c)
 			var rc *dnsclient.RcodeError
-			if errors.As(err, &rc) && rc.Rcode == dns.RcodeNXRrset {
+			switch {
+			case errors.As(err, &rc) && rc.Rcode == dns.RcodeNXRrset:
 				return nil // changed since by someone else: not ours to delete
+			case errors.As(err, &rc):
+				// named refused it and will again: asking for ever would
+				// keep the zone's owners from its agent. Said, and left.
+				logf.FromContext(ctx).Info("named refused to remove the data of a DNSRecord deleted while no operator ran; it is left in the zone", "zone", ref.Zone, "name", c.Set.Name, "type", dns.TypeToString[c.Set.Type], "rcode", rc.RcodeName())
+				return nil
 			}
-			return err
+			return err // the transport: the push fails, and the sweep is tried again with it
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -123,9 +138,9 @@ func (o *zoneOwners) sweep(ctx context.Context, zone *bindv1alpha1.BindZone, ac 
 // (a DNSRecord's) and that no DNSRecord with values of its own wants any
 // more. A set only wanted by records that wrote nothing (one that lost the
 // claim to the deleted record, a new one) is the deleted record's data
-// still: it goes, so they can take the set over. The apex and
-// spec.records are stored without values and never go.
-func orphanedSets(stored, want []agent.OwnedSet) []dnsclient.Change {
+// still: it goes, so they can take the set over. The zone's apex and its
+// spec.records never go, even where a deleted record once wrote them.
+func orphanedSets(stored, want []agent.OwnedSet, zone *bindv1alpha1.BindZone) []dnsclient.Change {
 	// The agent's names are lowercase without the final dot, ours absolute.
 	id := func(s agent.OwnedSet) [2]string {
 		return [2]string{strings.ToLower(strings.TrimSuffix(s.Name, ".")), strings.ToUpper(s.Type)}
@@ -135,6 +150,13 @@ func orphanedSets(stored, want []agent.OwnedSet) []dnsclient.Change {
 		if len(s.Values) > 0 {
 			wanted[id(s)] = true
 		}
+	}
+	name := string(zone.Spec.ZoneName)
+	apex := records.ZoneFQDN(name)
+	wanted[id(agent.OwnedSet{Name: apex, Type: "SOA"})] = true
+	wanted[id(agent.OwnedSet{Name: apex, Type: "NS"})] = true
+	for _, rs := range zone.Spec.Records {
+		wanted[id(agent.OwnedSet{Name: records.FQDN(name, string(rs.Name)), Type: string(rs.Type)})] = true
 	}
 	var out []dnsclient.Change
 	for _, s := range stored {

@@ -87,13 +87,15 @@ func TestDeletedRecordsTombstones(t *testing.T) {
 
 // TestOrphanedSets: only sets that recorded values (a DNSRecord's) and
 // that no record with values wants any more are deleted, each guarded by
-// its values; names compare without case or final dot.
+// its values; the apex and spec.records never are; names compare without
+// case or final dot.
 func TestOrphanedSets(t *testing.T) {
 	g := NewWithT(t)
 	stored := []agent.OwnedSet{
 		{Name: "example.test", Type: "SOA"},
 		{Name: "example.test", Type: "NS"},
 		{Name: "inline.example.test", Type: "A"},
+		{Name: "now-inline.example.test", Type: "A", Values: []string{"192.0.2.4"}}, // a deleted record's, now spec.records
 		{Name: "gone.example.test", Type: "A", Values: []string{"192.0.2.1", "192.0.2.2"}},
 		{Name: "kept.example.test", Type: "TXT", Values: []string{`"x"`}},
 		{Name: "claimed.example.test", Type: "A", Values: []string{"192.0.2.3"}},
@@ -105,7 +107,10 @@ func TestOrphanedSets(t *testing.T) {
 		{Name: "claimed.example.test.", Type: "A"}, // lost the claim to the deleted record: wrote nothing
 		{Name: "inline.example.test.", Type: "A"},
 	}
-	g.Expect(orphanedSets(stored, want)).To(Equal([]dnsclient.Change{{
+	zone := &bindv1alpha1.BindZone{Spec: bindv1alpha1.BindZoneSpec{ZoneName: "example.test", Records: []bindv1alpha1.RecordSet{
+		{Name: "inline", Type: "A"}, {Name: "Now-Inline", Type: "a"},
+	}}}
+	g.Expect(orphanedSets(stored, want, zone)).To(Equal([]dnsclient.Change{{
 		Op:   dnsclient.Delete,
 		Set:  dnsclient.RRSet{Name: "gone.example.test.", Type: dns.TypeA},
 		Prev: []string{"192.0.2.1", "192.0.2.2"},
