@@ -300,7 +300,6 @@ func (o *zoneOwners) keyName(ctx context.Context, namespace, name string) (strin
 // one per name and type.
 func (o *zoneOwners) ownedSets(ctx context.Context, zone *bindv1alpha1.BindZone) ([]agent.OwnedSet, error) {
 	name := string(zone.Spec.ZoneName)
-	apex := records.ZoneFQDN(name)
 	key := client.ObjectKeyFromObject(zone)
 	recs, err := o.records.Get(ctx, recordindex.Zone(key))
 	if err != nil {
@@ -310,11 +309,7 @@ func (o *zoneOwners) ownedSets(ctx context.Context, zone *bindv1alpha1.BindZone)
 	// A slice sorted and compacted, not a set: the push runs while
 	// thousands of records arrive, and a map of them was its largest
 	// allocation after the list.
-	sets := make([]agent.OwnedSet, 0, 2+len(zone.Spec.Records)+len(recs)+len(deleted))
-	sets = append(sets, agent.OwnedSet{Name: apex, Type: "SOA"}, agent.OwnedSet{Name: apex, Type: "NS"})
-	for _, rs := range zone.Spec.Records {
-		sets = append(sets, agent.OwnedSet{Name: records.FQDN(name, string(rs.Name)), Type: strings.ToUpper(string(rs.Type))})
-	}
+	sets := slices.Grow(zoneOwnSets(zone), len(recs)+len(deleted))
 	for _, rec := range slices.Concat(recs, deleted) {
 		set := agent.OwnedSet{Name: records.FQDN(name, string(rec.Spec.Name)), Type: strings.ToUpper(string(rec.Spec.Type))}
 		if !meta.IsStatusConditionTrue(rec.Status.Conditions, bindv1alpha1.ConditionConflict) {
@@ -331,6 +326,19 @@ func (o *zoneOwners) ownedSets(ctx context.Context, zone *bindv1alpha1.BindZone)
 		return nil, fmt.Errorf("zone %s has %d record sets the operator owns, more than the %d its agent takes", name, len(sets), agent.MaxOwnedSets)
 	}
 	return sets, nil
+}
+
+// zoneOwnSets are the sets a zone writes itself: the apex SOA and NS
+// (seeded, then kept from spec.soa) and spec.records, without values.
+func zoneOwnSets(zone *bindv1alpha1.BindZone) []agent.OwnedSet {
+	name := string(zone.Spec.ZoneName)
+	apex := records.ZoneFQDN(name)
+	sets := make([]agent.OwnedSet, 0, 2+len(zone.Spec.Records))
+	sets = append(sets, agent.OwnedSet{Name: apex, Type: "SOA"}, agent.OwnedSet{Name: apex, Type: "NS"})
+	for _, rs := range zone.Spec.Records {
+		sets = append(sets, agent.OwnedSet{Name: records.FQDN(name, string(rs.Name)), Type: strings.ToUpper(string(rs.Type))})
+	}
+	return sets
 }
 
 // ownersReconciler pushes a zone's owners when its DNSRecords, its spec,

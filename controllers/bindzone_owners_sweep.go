@@ -151,12 +151,8 @@ func orphanedSets(stored, want []agent.OwnedSet, zone *bindv1alpha1.BindZone) []
 			wanted[id(s)] = true
 		}
 	}
-	name := string(zone.Spec.ZoneName)
-	apex := records.ZoneFQDN(name)
-	wanted[id(agent.OwnedSet{Name: apex, Type: "SOA"})] = true
-	wanted[id(agent.OwnedSet{Name: apex, Type: "NS"})] = true
-	for _, rs := range zone.Spec.Records {
-		wanted[id(agent.OwnedSet{Name: records.FQDN(name, string(rs.Name)), Type: string(rs.Type)})] = true
+	for _, s := range zoneOwnSets(zone) {
+		wanted[id(s)] = true
 	}
 	var out []dnsclient.Change
 	for _, s := range stored {
