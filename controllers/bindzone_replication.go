@@ -54,7 +54,7 @@ type replication struct {
 
 type replicationState struct {
 	looked  time.Time
-	serials map[string]int64 // pod → serial; absent: no answer
+	last    *serialLook // nil until the primary answered a look
 	backoff time.Duration
 }
 
@@ -119,11 +119,12 @@ func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.reportCaughtUp(&zone)
 		return ctrl.Result{}, nil
 	}
-	stuck := stuckSecondaries(serial, r.state.previous(req.NamespacedName), now)
+	look := lookOf(serial, now)
+	stuck := stuckSecondaries(r.state.previous(req.NamespacedName), look)
 	if notifyKey != nil {
 		notifyStuck(ctx, secondaries, stuck, zoneName, *notifyKey)
 	}
-	return ctrl.Result{RequeueAfter: r.state.looked(req.NamespacedName, now, len(stuck) > 0)}, nil
+	return ctrl.Result{RequeueAfter: r.state.looked(req.NamespacedName, look, len(stuck) > 0)}, nil
 }
 
 // replicationTarget is the zone's pods and the keys a look needs: readKey
@@ -154,21 +155,49 @@ func (r replicationReconciler) replicationTarget(ctx context.Context, zone *bind
 	return pods, readKey, notifyKey, true
 }
 
-// stuckSecondaries names the secondaries that serve an older serial than
-// primary (or none) and served the same at the previous look: they missed
-// a NOTIFY. A secondary first seen behind is given until the next look.
-func stuckSecondaries(primary uint32, before map[string]int64, now []bindv1alpha1.SecondaryZoneStatus) map[string]bool {
+// serialLook is what one look saw: the primary's serial, the serial each
+// secondary served by pod, and the secondaries that did not answer.
+type serialLook struct {
+	primary uint32
+	served  map[string]int64
+	silent  []string
+}
+
+// lookOf is the look that found the primary at primary and the
+// secondaries at secs.
+func lookOf(primary uint32, secs []bindv1alpha1.SecondaryZoneStatus) *serialLook {
+	l := &serialLook{primary: primary, served: make(map[string]int64, len(secs))}
+	for _, s := range secs {
+		if s.Serial == nil {
+			l.silent = append(l.silent, s.Pod)
+		} else {
+			l.served[s.Pod] = *s.Serial
+		}
+	}
+	return l
+}
+
+// stuckSecondaries names the secondaries that missed a NOTIFY: at the
+// previous look (before) they were already behind the primary, or did not
+// answer, and now they serve the same serial as then (or still none). A
+// secondary first seen behind is given until the next look, and so is one
+// that was in sync before: the primary has just changed and its NOTIFY is
+// on its way. Re-sending then would race the primary's own NOTIFY for
+// nothing. The first look (before nil) has nothing to compare with.
+func stuckSecondaries(before, now *serialLook) map[string]bool {
 	stuck := map[string]bool{}
-	for _, s := range now {
-		prev, seen := before[s.Pod]
-		switch {
-		case s.Serial == nil:
-			// No answer now: stuck when it did not answer before either.
-			if _, answered := before[s.Pod]; !answered && before != nil {
-				stuck[s.Pod] = true
-			}
-		case seen && prev == *s.Serial && serialNewer(primary, uint32(*s.Serial)): //nolint:gosec // serials are uint32 on the wire
-			stuck[s.Pod] = true
+	if before == nil {
+		return stuck
+	}
+	for pod, served := range now.served {
+		prev, seen := before.served[pod]
+		if seen && prev == served && serialNewer(before.primary, uint32(prev)) && serialNewer(now.primary, uint32(served)) { //nolint:gosec // serials are uint32 on the wire
+			stuck[pod] = true
+		}
+	}
+	for _, pod := range now.silent {
+		if _, answered := before.served[pod]; !answered {
+			stuck[pod] = true
 		}
 	}
 	return stuck
@@ -186,12 +215,12 @@ func (s *replication) wait(zone types.NamespacedName) time.Duration {
 	return time.Until(st.looked.Add(replicationMinGap))
 }
 
-// previous is the serials of the previous look; nil when there was none.
-func (s *replication) previous(zone types.NamespacedName) map[string]int64 {
+// previous is what the previous look saw; nil when there was none.
+func (s *replication) previous(zone types.NamespacedName) *serialLook {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, ok := s.zones[zone]; ok {
-		return st.serials
+		return st.last
 	}
 	return nil
 }
@@ -217,11 +246,11 @@ func readyReason(zone *bindv1alpha1.BindZone) string {
 	return ""
 }
 
-// looked records a look (now: the secondaries' serials, nil when the
-// primary did not answer) and returns when to look again:
+// looked records a look (now: what it saw, nil when the primary did not
+// answer) and returns when to look again:
 // replicationMinGap while the secondaries move, doubling up to
 // replicationMaxBackoff while one is stuck.
-func (s *replication) looked(zone types.NamespacedName, now []bindv1alpha1.SecondaryZoneStatus, stuck bool) time.Duration {
+func (s *replication) looked(zone types.NamespacedName, now *serialLook, stuck bool) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.zones == nil {
@@ -239,7 +268,7 @@ func (s *replication) looked(zone types.NamespacedName, now []bindv1alpha1.Secon
 	}
 	st.looked = time.Now()
 	if now != nil {
-		st.serials = serialsByPod(now)
+		st.last = now
 	}
 	return st.backoff
 }

@@ -36,29 +36,17 @@ func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alph
 }
 
 // renotify sends a NOTIFY, signed with the transfer key, to each secondary
-// that serves an older serial than the primary and has not moved since the
-// previous look (the zone's status, written at least one requeue ago): it
-// missed the primary's NOTIFY (it was starting, or the datagram was lost)
-// and would otherwise wait for the SOA refresh. Best effort.
+// that missed one (stuckSecondaries) between the previous look (the zone's
+// status, written at least one requeue ago) and this one: it was starting,
+// or the datagram was lost, and would otherwise wait for the SOA refresh.
+// Best effort.
 func (r *BindZoneReconciler) renotify(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) {
-	if status.Serial == nil || t.xfrKey == nil {
+	if status.Serial == nil || zone.Status.Serial == nil || t.xfrKey == nil {
 		return
 	}
-	primary := uint32(*status.Serial) //nolint:gosec // serials are uint32 on the wire
-	stuck := stuckSecondaries(primary, serialsByPod(zone.Status.Secondaries), status.Secondaries)
-	notifyStuck(ctx, t.secondaries(), stuck, t.zoneName, *t.xfrKey)
-}
-
-// serialsByPod is the serial each secondary served, by pod; a pod that did
-// not answer is absent.
-func serialsByPod(secs []bindv1alpha1.SecondaryZoneStatus) map[string]int64 {
-	out := make(map[string]int64, len(secs))
-	for _, s := range secs {
-		if s.Serial != nil {
-			out[s.Pod] = *s.Serial
-		}
-	}
-	return out
+	before := lookOf(uint32(*zone.Status.Serial), zone.Status.Secondaries) //nolint:gosec // serials are uint32 on the wire
+	now := lookOf(uint32(*status.Serial), status.Secondaries)               //nolint:gosec // as above
+	notifyStuck(ctx, t.secondaries(), stuckSecondaries(before, now), t.zoneName, *t.xfrKey)
 }
 
 // notifyStuck sends a NOTIFY signed with key to each of secondaries named

@@ -49,22 +49,32 @@ func TestNewestSerial(t *testing.T) {
 
 func TestStuckSecondaries(t *testing.T) {
 	serial := func(s int64) *int64 { return &s }
-	now := []bindv1alpha1.SecondaryZoneStatus{
+	before := lookOf(10, []bindv1alpha1.SecondaryZoneStatus{
+		{Pod: "behind-unmoved", Serial: serial(9)},
+		{Pod: "behind-moved", Serial: serial(8)},
+		{Pod: "in-sync", Serial: serial(10)},
+		{Pod: "was-in-sync", Serial: serial(10)},
+		{Pod: "silent-twice"},
+		{Pod: "silent-now", Serial: serial(9)},
+	})
+	now := lookOf(11, []bindv1alpha1.SecondaryZoneStatus{
 		{Pod: "behind-unmoved", Serial: serial(9)},
 		{Pod: "behind-moved", Serial: serial(9)},
-		{Pod: "in-sync", Serial: serial(10)},
+		{Pod: "in-sync", Serial: serial(11)},
+		// In sync at the previous look; the primary has changed since
+		// and its NOTIFY is on its way: not stuck yet.
+		{Pod: "was-in-sync", Serial: serial(10)},
 		{Pod: "silent-twice"},
-		{Pod: "silent-now", Serial: nil},
+		{Pod: "silent-now"},
 		{Pod: "new-behind", Serial: serial(8)},
-	}
-	before := map[string]int64{"behind-unmoved": 9, "behind-moved": 8, "in-sync": 10, "silent-now": 9}
-	got := stuckSecondaries(10, before, now)
+	})
+	got := stuckSecondaries(before, now)
 	want := map[string]bool{"behind-unmoved": true, "silent-twice": true}
 	if !maps.Equal(got, want) {
 		t.Errorf("stuckSecondaries = %v, want %v", got, want)
 	}
 	// The first look has nothing to compare with: nobody is stuck yet.
-	if got := stuckSecondaries(10, nil, now); len(got) != 0 {
+	if got := stuckSecondaries(nil, now); len(got) != 0 {
 		t.Errorf("first look: stuckSecondaries = %v, want none", got)
 	}
 }
