@@ -45,7 +45,7 @@ func (r *BindZoneReconciler) renotify(ctx context.Context, zone *bindv1alpha1.Bi
 		return
 	}
 	before := lookOf(uint32(*zone.Status.Serial), zone.Status.Secondaries) //nolint:gosec // serials are uint32 on the wire
-	now := lookOf(uint32(*status.Serial), status.Secondaries)               //nolint:gosec // as above
+	now := lookOf(uint32(*status.Serial), status.Secondaries)              //nolint:gosec // as above
 	notifyStuck(ctx, t.secondaries(), stuckSecondaries(before, now), t.zoneName, *t.xfrKey)
 }
 
