@@ -140,6 +140,15 @@ func TestInClusterBench(t *testing.T) {
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
 
+	// Where the slowest changes waited, from named's own log lines.
+	pods := []string{a.Name + "-0", a.Name + "-1", a.Name + "-2"}
+	if tl := timelines(ctx, t, ns, pods, rawZone, rawLat, 2); tl != "" {
+		t.Logf("raw changes served in over %s, as named logged them:\n%s", editGoal, tl)
+	}
+	if tl := timelines(ctx, t, ns, pods, opZone, opLat, 3); tl != "" {
+		t.Logf("DNSRecord edits served in over %s, as named logged them:\n%s", editGoal, tl)
+	}
+
 	policyLat, unrolled := benchPolicyEdits(ctx, t, c, ns, a.Name, opZone)
 	rolls := "no roll"
 	if !unrolled {
