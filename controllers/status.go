@@ -3,13 +3,17 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // patchStatus writes the status setStatus gives obj, unless that is what
@@ -35,17 +39,54 @@ func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, s
 // allocated. Like patchStatus it never conflicts with spec edits. Unlike
 // it, an object deleted meanwhile answers NotFound: a DNSRecord deleted
 // while its reconcile wrote to the zone must undo that write.
+//
+// The patch first tests /metadata/uid: an object deleted and created again
+// under the same name while the reconcile ran is another object, and the
+// status of the first must not land on it (it would claim values it never
+// wrote, which the first one's tombstone then deletes). That answers
+// NotFound too: the object the status was for is gone.
 func replaceStatus(ctx context.Context, c client.Client, obj client.Object, current, status any) error {
 	if equality.Semantic.DeepEqual(current, status) {
 		return nil
 	}
 	// "add" sets a member whether or not it exists (RFC 6902, 4.1), so
 	// the first status write needs nothing else.
-	patch, err := json.Marshal([]jsonpatch.Operation{jsonpatch.NewOperation("add", "/status", status)})
+	ops := make([]jsonpatch.Operation, 0, 2)
+	if uid := obj.GetUID(); uid != "" {
+		ops = append(ops, jsonpatch.NewOperation("test", uidPath, string(uid)))
+	}
+	ops = append(ops, jsonpatch.NewOperation("add", "/status", status))
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
-	return c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+	err = c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+	if IsUIDMismatch(err) {
+		gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
+		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, obj.GetName())
+	}
+	return err
+}
+
+// uidPath is the JSON pointer replaceStatus tests.
+const uidPath = "/metadata/uid"
+
+// IsUIDMismatch tells whether err is the API server's answer to
+// replaceStatus' patch whose test of /metadata/uid failed. The API server
+// answers any JSON patch it cannot apply with a bare 422 Invalid: no kind,
+// no name, no causes, the library's own error dropped
+// (apierrors.NewGenericServerResponse). A status that breaks the schema is
+// 422 Invalid too, but names the object and carries the field errors.
+// "add" of /status always applies, so in that patch only the test can
+// fail. test/controllers TestStatusPatchOfARecreatedRecord pins both
+// answers of the real API server.
+func IsUIDMismatch(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "" && d.Name == "" && len(d.Causes) == 0
 }
 
 // setCondition records a condition as observed at obj's generation.

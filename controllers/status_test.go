@@ -53,3 +53,31 @@ func TestReplaceStatusWritesTheWholeStatus(t *testing.T) {
 	g.Expect(replaceStatus(ctx, c, &stored, &stored.Status, withdrawn.DeepCopy())).To(Succeed())
 	g.Expect(patches).To(Equal(1), "an unchanged status is not written")
 }
+
+// TestReplaceStatusOnlyForTheSameObject: a status computed for an object
+// that was deleted and created again under the same name (another UID)
+// does not land on the new one. (What the real API server answers is
+// pinned in test/controllers TestStatusPatchOfARecreatedRecord.)
+func TestReplaceStatusOnlyForTheSameObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	g.Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
+	now := &bindv1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "www", UID: "second"},
+		Spec:       bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "example"}, Name: "www", Type: "A", Values: []string{"192.0.2.2"}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(now).WithStatusSubresource(now).Build()
+
+	read := now.DeepCopy()
+	read.UID = "first"
+	claim := &bindv1alpha1.DNSRecordStatus{AppliedValues: []string{"192.0.2.1"}}
+	g.Expect(replaceStatus(ctx, c, read, &read.Status, claim)).NotTo(Succeed())
+	var stored bindv1alpha1.DNSRecord
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(now), &stored)).To(Succeed())
+	g.Expect(stored.Status.AppliedValues).To(BeEmpty(), "the first object's claim on the second")
+
+	g.Expect(replaceStatus(ctx, c, &stored, &stored.Status, claim)).To(Succeed())
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(now), &stored)).To(Succeed())
+	g.Expect(stored.Status.AppliedValues).To(Equal(claim.AppliedValues))
+}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,9 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -270,4 +273,41 @@ func (e *recordEnv) waitNoRecords(what string) {
 		g.Expect(k8sClient.List(ctx, &l, client.InNamespace(e.ns))).To(Succeed())
 		return l.Items
 	}).Should(BeEmpty(), what)
+}
+
+// TestStatusPatchOfARecreatedRecord pins the real API server's answer that
+// the DNSRecord controller's status write relies on: a JSON patch that
+// tests /metadata/uid is refused, and told apart from any other invalid
+// patch, when the object was deleted and created again under the same
+// name (controllers.IsUIDMismatch); the status of the first object never
+// lands on the second.
+func TestStatusPatchOfARecreatedRecord(t *testing.T) {
+	f := keyNamespace(t)
+	first := newRecord("again", "again", "A", "192.0.2.60")
+	f.create(first)
+	testkit.Must(t, k8sClient.Delete(ctx, first))
+	f.g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, f.key("again"), &v1.DNSRecord{}))
+	}).Should(BeTrue(), "the first DNSRecord is gone")
+	second := newRecord("again", "again", "A", "192.0.2.61")
+	f.create(second)
+
+	statusOf := func(uid types.UID, status string) client.Patch {
+		return client.RawPatch(types.JSONPatchType, []byte(fmt.Sprintf(
+			`[{"op":"test","path":"/metadata/uid","value":%q},{"op":"add","path":"/status","value":%s}]`, uid, status)))
+	}
+	claim := `{"appliedValues":["192.0.2.60"]}`
+	err := k8sClient.Status().Patch(ctx, second.DeepCopy(), statusOf(first.UID, claim))
+	f.g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the first object's status on the second: %v", err)
+	f.g.Expect(controllers.IsUIDMismatch(err)).To(BeTrue(), "%v", err)
+	got := &v1.DNSRecord{}
+	testkit.Must(t, k8sClient.Get(ctx, f.key("again"), got))
+	f.g.Expect(got.Status.AppliedValues).NotTo(ContainElement("192.0.2.60"))
+
+	// Another invalid status is not mistaken for a UID mismatch.
+	err = k8sClient.Status().Patch(ctx, second.DeepCopy(), statusOf(second.UID, `{"appliedValues":"not a list"}`))
+	f.g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	f.g.Expect(controllers.IsUIDMismatch(err)).To(BeFalse(), "%v", err)
+	// With its own UID the write lands.
+	f.g.Expect(k8sClient.Status().Patch(ctx, second.DeepCopy(), statusOf(second.UID, `{"observedGeneration":1}`))).To(Succeed())
 }
