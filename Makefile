@@ -88,7 +88,7 @@ prerequisites: deps
 
 test: prerequisites verify-generated lint ## Install what is missing, then run every test.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/localcluster -e /test/e2e)
-	$(GO) test -count=1 -race ./render ./agent/server
+	$(GO) test -count=1 -race ./render ./agent/server ./dnsclient
 	$(GO) test -count=1 -p 1 -timeout 40m $(LOCALCLUSTER_PKGS)
 
 .PHONY: bench

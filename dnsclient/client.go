@@ -148,12 +148,16 @@ func (c *Client) exchange(ctx context.Context, m *dns.Msg) (reply *dns.Msg, veri
 			}
 			c.conn = conn
 		}
-		reply, verifyErr, err = c.roundTrip(ctx, m)
+		conn := c.conn
+		var keep bool
+		reply, verifyErr, keep, err = c.roundTrip(ctx, conn, m)
+		if !keep {
+			_ = conn.Close()
+			c.conn = nil
+		}
 		if err == nil {
 			return reply, verifyErr, nil
 		}
-		_ = c.conn.Close()
-		c.conn = nil
 		if !reused || ctx.Err() != nil || !staleConn(err) {
 			break
 		}
@@ -164,31 +168,43 @@ func (c *Client) exchange(ctx context.Context, m *dns.Msg) (reply *dns.Msg, veri
 	return nil, nil, fmt.Errorf("dnsclient: %s: %w", c.server, err)
 }
 
-func (c *Client) roundTrip(ctx context.Context, m *dns.Msg) (*dns.Msg, error, error) {
+// roundTrip sends m on conn and reads its reply. keep says whether conn
+// may carry a later message: not after an error, and not when ctx ended
+// meanwhile. ctx's end cuts a blocked read short by setting a past
+// deadline on conn from ctx's AfterFunc, which runs on its own goroutine
+// and may do so after roundTrip returned; so it holds conn itself, never
+// the client's field (which exchange clears when it drops a connection:
+// reading the field there once crashed the manager), and a connection it
+// may still touch is dropped.
+func (c *Client) roundTrip(ctx context.Context, conn net.Conn, m *dns.Msg) (reply *dns.Msg, verifyErr error, keep bool, err error) {
 	deadline := time.Now().Add(c.opts.Timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	_ = c.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer func() {
+		if !stop() {
+			keep = false
+		}
+	}()
 
-	dc := &dns.Conn{Conn: c.conn, TsigProvider: c.tsigProvider()}
+	dc := &dns.Conn{Conn: conn, TsigProvider: c.tsigProvider()}
 	c.sign(m)
 	if err := dc.WriteMsg(m); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	r, err := dc.ReadMsg()
 	if r == nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if r.Id != m.Id {
-		return nil, nil, dns.ErrId
+		return nil, nil, false, dns.ErrId
 	}
 	if err != nil && !isTsigErr(err) {
-		return nil, nil, err // unpack failure: the stream cannot be trusted
+		return nil, nil, false, err // unpack failure: the stream cannot be trusted
 	}
-	return r, replyAuth(c.key != nil, r, err), nil
+	return r, replyAuth(c.key != nil, r, err), true, nil
 }
 
 func isTsigErr(err error) bool {

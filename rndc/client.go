@@ -245,7 +245,10 @@ func (c *Client) exchange(ctx context.Context, command string) (Table, error) {
 		deadline = now.Add(c.d.Timeout)
 	}
 	_ = c.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	// The AfterFunc runs on its own goroutine, possibly after exchange
+	// returned: it holds the connection itself, never reads the field.
+	conn := c.conn
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	if _, err := c.conn.Write(frame); err != nil {
