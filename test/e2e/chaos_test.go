@@ -61,6 +61,10 @@ const leaderLeaseName = "bind-operator.bind.unkin.net"
 //   - a secondary cut off the network for 60 s, then restored: it catches
 //     up by IXFR (the transfer named logs carries the changes, not the
 //     zone);
+//   - the operator's leader killed while those DNSRecords are deleted:
+//     the tombstones it held die with it, and its successor's sweep
+//     removes their data (docs/behaviours.md, "A deleted DNSRecord's data
+//     goes");
 //   - the primary's volume lost (its claim and pod deleted);
 //   - the cluster rolled (its transfer key rotated);
 //   - kube-apiserver restarted.
@@ -111,6 +115,7 @@ func TestChaos(t *testing.T) {
 		// named sends the whole zone instead: max-ixfr-ratio).
 		c.killOperatorWhileCreating(ctx, t),
 		c.cutSecondary(ctx, t, a.Name+"-2"),
+		c.killOperatorWhileDeleting(ctx, t),
 		c.run(ctx, t, "the primary's volume lost (its claim and pod deleted)", func() func() {
 			return c.losePrimaryVolume(ctx, t)
 		}),
@@ -505,6 +510,42 @@ func (c *chaos) killOperatorWhileCreating(ctx context.Context, t *testing.T) cha
 	NewWithT(t).Eventually(func() (int, error) { return notReadyRecords(ctx, env.Client, c.a.Namespace) }).
 		WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeZero(), "DNSRecords not Ready after the operator was killed")
 	row.note = fmt.Sprintf("leader killed %s into the creation, a quarter created; every DNSRecord Ready", killedAfter.Round(time.Millisecond))
+	return row
+}
+
+// killOperatorWhileDeleting deletes the DNSRecords killOperatorWhileCreating
+// made, from 32 clients, and SIGKILLs the operator's leader when a quarter
+// are gone. The objects leave at once (no finalizer); the data of those
+// the killed leader had not finished, and of those deleted before its
+// successor started, must still leave every pod: no name may stay behind.
+func (c *chaos) killOperatorWhileDeleting(ctx context.Context, t *testing.T) chaosRow {
+	t.Helper()
+	var killedAfter time.Duration
+	row := c.run(ctx, t, fmt.Sprintf("the operator's leader killed while %d DNSRecords are deleted", *chaosCreated), func() func() {
+		var deleted atomic.Int64
+		done := make(chan error, 1)
+		begin := time.Now()
+		go func() {
+			done <- forEachRecord(ctx, *chaosCreated, func(i int) error {
+				r := chaosRecord(c.a.Namespace, fmt.Sprintf("c-%05d", i), benchValue(i))
+				err := retryAPI(ctx, "deleting DNSRecord "+r.Name, func() error {
+					return client.IgnoreNotFound(env.Client.Delete(ctx, r))
+				})
+				deleted.Add(1)
+				return err
+			})
+		}()
+		NewWithT(t).Eventually(deleted.Load).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(10*time.Millisecond).
+			Should(BeNumerically(">=", *chaosCreated/4), "DNSRecords being deleted")
+		killedAfter = time.Since(begin)
+		c.killLeader(ctx, t)
+		testkit.Must(t, <-done)
+		for i := range *chaosCreated {
+			delete(c.want, fmt.Sprintf("c-%05d", i))
+		}
+		return nil
+	})
+	row.note = fmt.Sprintf("leader killed %s into the deletes, a quarter deleted; no deleted record's data left", killedAfter.Round(time.Millisecond))
 	return row
 }
 
