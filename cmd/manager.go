@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -105,11 +104,6 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	return &o, zapOpts, nil
 }
 
-// disableHTTP2 restricts a TLS server to HTTP/1.1.
-func disableHTTP2(c *tls.Config) {
-	c.NextProtos = []string{"http/1.1"}
-}
-
 // apiConfig is how the manager talks to the API server: without gzip.
 // Since Kubernetes 1.37 (WatchListCompression) the API server compresses
 // each event of an informer's watch as a gzip member of its own, for each
@@ -172,12 +166,8 @@ func runManager(args []string) error {
 	if err := apiwait.Ready(ctx, cfg, 2*time.Minute, setupLog); err != nil {
 		return err
 	}
-	// HTTP/2 is off unless asked for, as kubebuilder scaffolds it: the
-	// servers then speak HTTP/1.1 only (Rapid Reset and Stream Cancellation).
-	var tlsOpts []func(*tls.Config)
-	if !o.enableHTTP2 {
-		tlsOpts = append(tlsOpts, disableHTTP2)
-	}
+	// HTTP/2 is off unless asked for (certs.ServingTLSOptions).
+	tlsOpts := certs.ServingTLSOptions(o.enableHTTP2)
 	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts}
 	if o.secureMetrics {
 		metrics.FilterProvider = metricsauth.Filter

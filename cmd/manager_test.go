@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"git.unkin.net/unkin/bind-operator/certs"
 )
 
 // TestAPIConfigAsksForNoGzip: requests from the manager's client, over
@@ -58,9 +60,14 @@ func TestHTTP2OffByDefault(t *testing.T) {
 		t.Fatal("--enable-http2 defaults to true")
 	}
 	c := &tls.Config{NextProtos: []string{"h2", "http/1.1"}}
-	disableHTTP2(c)
+	for _, opt := range certs.ServingTLSOptions(o.enableHTTP2) {
+		opt(c)
+	}
 	if slices.Contains(c.NextProtos, "h2") || !slices.Equal(c.NextProtos, []string{"http/1.1"}) {
 		t.Fatalf("NextProtos = %v, want [http/1.1]", c.NextProtos)
+	}
+	if opts := certs.ServingTLSOptions(true); len(opts) != 0 {
+		t.Fatalf("--enable-http2 still restricts the servers (%d options)", len(opts))
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 	bindwebhooks "git.unkin.net/unkin/bind-operator/webhooks"
 )
@@ -48,6 +49,8 @@ func TestMain(m *testing.M) {
 			HealthProbeBindAddress: "0",
 			WebhookServer: webhook.NewServer(webhook.Options{
 				Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
+				// As the manager serves them by default: HTTP/1.1 only.
+				TLSOpts: certs.ServingTLSOptions(false),
 			}),
 		}, func(mgr ctrl.Manager) error {
 			// The real named-checkconf, as the manager image ships it.
