@@ -195,3 +195,40 @@ func TestUpdateBatcherCallerCancels(t *testing.T) {
 		return len(b.lanes)
 	}).WithTimeout(5*time.Second).WithPolling(time.Millisecond).Should(BeZero(), "the lane never retired")
 }
+
+// A change lingers for company only inside a burst: the first change, and
+// one that comes burstGap or more after the previous, goes at once; one
+// that comes sooner waits linger.
+func TestUpdateBatcherLingersOnlyInABurst(t *testing.T) {
+	f := newFakeServer(false)
+	b := newUpdateBatcher(2*time.Millisecond, 40, f.apply)
+	now := time.Unix(1_800_000_000, 0)
+	b.clock = func() time.Time { return now }
+	var mu sync.Mutex
+	var slept []time.Duration
+	b.sleep = func(d time.Duration) {
+		mu.Lock()
+		slept = append(slept, d)
+		mu.Unlock()
+	}
+	ctx := context.Background()
+	submit := func(i int) {
+		t.Helper()
+		if err := b.Submit(ctx, Server{Addr: "server"}, "z.", change(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit(0) // the first: alone
+	now = now.Add(burstGap / 2)
+	submit(1) // close behind it: a burst
+	now = now.Add(burstGap)
+	submit(2) // alone again
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []time.Duration{2 * time.Millisecond}; !slices.Equal(slept, want) {
+		t.Errorf("lingered %v, want %v (only the change inside the burst)", slept, want)
+	}
+	if got := f.batches("z."); !slices.Equal(got, []int{1, 1, 1}) {
+		t.Errorf("batches %v, want three of one", got)
+	}
+}
