@@ -160,16 +160,16 @@ func (r replicationReconciler) replicationTarget(ctx context.Context, zone *bind
 type serialLook struct {
 	primary uint32
 	served  map[string]int64
-	silent  []string
+	silent  map[string]bool
 }
 
 // lookOf is the look that found the primary at primary and the
 // secondaries at secs.
 func lookOf(primary uint32, secs []bindv1alpha1.SecondaryZoneStatus) *serialLook {
-	l := &serialLook{primary: primary, served: make(map[string]int64, len(secs))}
+	l := &serialLook{primary: primary, served: make(map[string]int64, len(secs)), silent: map[string]bool{}}
 	for _, s := range secs {
 		if s.Serial == nil {
-			l.silent = append(l.silent, s.Pod)
+			l.silent[s.Pod] = true
 		} else {
 			l.served[s.Pod] = *s.Serial
 		}
@@ -180,8 +180,8 @@ func lookOf(primary uint32, secs []bindv1alpha1.SecondaryZoneStatus) *serialLook
 // stuckSecondaries names the secondaries that missed a NOTIFY: at the
 // previous look (before) they were already behind the primary, or did not
 // answer, and now they serve the same serial as then (or still none). A
-// secondary first seen behind is given until the next look, and so is one
-// that was in sync before: the primary has just changed and its NOTIFY is
+// secondary first seen behind or silent (a pod that has just started) is
+// given until the next look, and so is one that was in sync before: the primary has just changed and its NOTIFY is
 // on its way. Re-sending then would race the primary's own NOTIFY for
 // nothing. The first look (before nil) has nothing to compare with.
 func stuckSecondaries(before, now *serialLook) map[string]bool {
@@ -195,8 +195,8 @@ func stuckSecondaries(before, now *serialLook) map[string]bool {
 			stuck[pod] = true
 		}
 	}
-	for _, pod := range now.silent {
-		if _, answered := before.served[pod]; !answered {
+	for pod := range now.silent {
+		if before.silent[pod] {
 			stuck[pod] = true
 		}
 	}

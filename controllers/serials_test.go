@@ -67,6 +67,8 @@ func TestStuckSecondaries(t *testing.T) {
 		{Pod: "silent-twice"},
 		{Pod: "silent-now"},
 		{Pod: "new-behind", Serial: serial(8)},
+		// Not in the previous look at all (scaled up, starting).
+		{Pod: "new-silent"},
 	})
 	got := stuckSecondaries(before, now)
 	want := map[string]bool{"behind-unmoved": true, "silent-twice": true}

@@ -2,11 +2,15 @@ package controllers
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -80,4 +84,32 @@ func TestReplaceStatusOnlyForTheSameObject(t *testing.T) {
 	g.Expect(replaceStatus(ctx, c, &stored, &stored.Status, claim)).To(Succeed())
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(now), &stored)).To(Succeed())
 	g.Expect(stored.Status.AppliedValues).To(Equal(claim.AppliedValues))
+}
+
+// TestReplaceStatusReportsAnotherObjectAsNotFound: the API server's bare
+// 422 for a patch it cannot apply (here: the UID test) reaches the caller
+// as NotFound, which makes the write the old record's tombstone; a status
+// the schema refuses stays an error of its own.
+func TestReplaceStatusReportsAnotherObjectAsNotFound(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	g.Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
+	rec := &bindv1alpha1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "www", UID: "first"}}
+	var answer error
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rec).WithStatusSubresource(rec).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return answer
+		}}).Build()
+	claim := &bindv1alpha1.DNSRecordStatus{AppliedValues: []string{"192.0.2.1"}}
+
+	answer = apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "testing value /metadata/uid failed", 0, false)
+	err := replaceStatus(ctx, c, rec, &rec.Status, claim)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+
+	answer = apierrors.NewInvalid(schema.GroupKind{Group: bindv1alpha1.GroupVersion.Group, Kind: "DNSRecord"}, "www",
+		field.ErrorList{field.Invalid(field.NewPath("status", "appliedValues"), "x", "must be a list")})
+	err = replaceStatus(ctx, c, rec, &rec.Status, claim)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(apierrors.IsNotFound(err)).To(BeFalse())
 }

@@ -49,6 +49,10 @@ var (
 	ErrBadReply     = errors.New("rndc: reply does not match the request")
 )
 
+// errCutShort ends a session whose request's context ended during the
+// exchange (exchange).
+var errCutShort = errors.New("rndc: the session ended with a cancelled request; dial again")
+
 // Dialer holds options for Dial. The zero value uses the defaults.
 type Dialer struct {
 	MaxReplySize int           // default DefaultMaxReplySize
@@ -246,10 +250,17 @@ func (c *Client) exchange(ctx context.Context, command string) (Table, error) {
 	}
 	_ = c.conn.SetDeadline(deadline)
 	// The AfterFunc runs on its own goroutine, possibly after exchange
-	// returned: it holds the connection itself, never reads the field.
+	// returned: it holds the connection itself, never reads the field. When
+	// it may still run (ctx ended meanwhile), it sets a past deadline on
+	// the connection now or any moment, so the session carries no later
+	// command: it is marked dead, and the agent's session dials again.
 	conn := c.conn
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer func() {
+		if !stop() {
+			_ = c.fail(errCutShort)
+		}
+	}()
 
 	if _, err := c.conn.Write(frame); err != nil {
 		return nil, c.fail(c.ioErr(ctx, err))

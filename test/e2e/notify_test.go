@@ -105,8 +105,9 @@ func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
 					return nil
 				}
 			}
-			return fmt.Errorf("no NOTIFY from the primary pod %s signed with %q among the %d accepted", ips[0], transferKey, len(accepted))
-		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "%s: accepted NOTIFYs %q; log since the change:\n%s", pod, accepted, tail(fresh, 4000))
+			return fmt.Errorf("no NOTIFY from the primary pod %s signed with %q among the %d accepted: %q; log since the change:\n%s",
+				ips[0], transferKey, len(accepted), accepted, tail(fresh, 4000))
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "%s", pod)
 		for _, line := range strings.Split(fresh, "\n") {
 			if strings.Contains(line, "refused notify") {
 				t.Errorf("%s refused a NOTIFY: %s", pod, line)
