@@ -181,9 +181,10 @@ func lookOf(primary uint32, secs []bindv1alpha1.SecondaryZoneStatus) *serialLook
 // previous look (before) they were already behind the primary, or did not
 // answer, and now they serve the same serial as then (or still none). A
 // secondary first seen behind or silent (a pod that has just started) is
-// given until the next look, and so is one that was in sync before: the primary has just changed and its NOTIFY is
-// on its way. Re-sending then would race the primary's own NOTIFY for
-// nothing. The first look (before nil) has nothing to compare with.
+// given until the next look, and so is one that was in sync before: the
+// primary has just changed and its NOTIFY is on its way, and re-sending
+// then would race it for nothing. The first look (before nil) has nothing
+// to compare with.
 func stuckSecondaries(before, now *serialLook) map[string]bool {
 	stuck := map[string]bool{}
 	if before == nil {
