@@ -293,22 +293,29 @@ type changeLatencies struct {
 // The p99 of each stage alone does not say which stage made a slow edit
 // slow.
 func (c changeLatencies) slowest() string {
-	idx := make([]int, 0, len(c.served))
-	for i, d := range c.served {
-		if d > editGoal {
-			idx = append(idx, i)
-		}
-	}
+	idx := c.overGoal()
 	if len(idx) == 0 {
 		return "none"
 	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(c.served[b], c.served[a]) })
 	ms := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
 	parts := make([]string, 0, 5)
 	for _, i := range idx[:min(len(idx), 5)] {
 		parts = append(parts, fmt.Sprintf("#%d %s (answered %s, primary %s)", i+1, ms(c.served[i]), ms(c.answered[i]), ms(c.primary[i])))
 	}
 	return fmt.Sprintf("%d: %s", len(idx), strings.Join(parts, "; "))
+}
+
+// overGoal are the indexes of the changes served in over editGoal,
+// slowest first.
+func (c changeLatencies) overGoal() []int {
+	var idx []int
+	for i, d := range c.served {
+		if d > editGoal {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(c.served[b], c.served[a]) })
+	return idx
 }
 
 // stages summarises answered and primary for the table.

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,16 +25,10 @@ const timelineSlack = 5 * time.Millisecond
 // Diagnostics only: it asserts nothing.
 func timelines(ctx context.Context, t *testing.T, ns string, pods []string, zone string, c changeLatencies, most int) string {
 	t.Helper()
-	idx := make([]int, 0, len(c.served))
-	for i, d := range c.served {
-		if d > editGoal {
-			idx = append(idx, i)
-		}
-	}
+	idx := c.overGoal()
 	if len(idx) == 0 {
 		return ""
 	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(c.served[b], c.served[a]) })
 	logs := make(map[string][]string, len(pods))
 	for _, pod := range pods {
 		l, err := env.Cluster.Logs(ctx, ns, pod, "named", false)

@@ -487,23 +487,11 @@ func (c *chaos) killOperatorWhileCreating(ctx context.Context, t *testing.T) cha
 	row := c.run(ctx, t, fmt.Sprintf("the operator's leader killed while %d DNSRecords are created", *chaosCreated), func() func() {
 		// The webhooks run in the operator's pods: a create in the moment
 		// one is gone is refused, and retried as a GitOps tool would.
-		var created atomic.Int64
-		done := make(chan error, 1)
-		begin := time.Now()
-		go func() {
-			done <- forEachRecord(ctx, *chaosCreated, func(i int) error {
-				err := retryCreate(ctx, chaosRecord(c.a.Namespace, fmt.Sprintf("c-%05d", i), benchValue(i)))
-				created.Add(1)
-				return err
-			})
-		}()
-		NewWithT(t).Eventually(created.Load).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(10*time.Millisecond).
-			Should(BeNumerically(">=", *chaosCreated/4), "DNSRecords being created")
-		killedAfter = time.Since(begin)
-		c.killLeader(ctx, t)
-		testkit.Must(t, <-done)
+		killedAfter = c.killLeaderQuarterWay(ctx, t, "created", func(i int) error {
+			return retryCreate(ctx, chaosRecord(c.a.Namespace, chaosName(i), benchValue(i)))
+		})
 		for i := range *chaosCreated {
-			c.want[fmt.Sprintf("c-%05d", i)] = benchValue(i)
+			c.want[chaosName(i)] = benchValue(i)
 		}
 		return nil
 	})
@@ -522,31 +510,46 @@ func (c *chaos) killOperatorWhileDeleting(ctx context.Context, t *testing.T) cha
 	t.Helper()
 	var killedAfter time.Duration
 	row := c.run(ctx, t, fmt.Sprintf("the operator's leader killed while %d DNSRecords are deleted", *chaosCreated), func() func() {
-		var deleted atomic.Int64
-		done := make(chan error, 1)
-		begin := time.Now()
-		go func() {
-			done <- forEachRecord(ctx, *chaosCreated, func(i int) error {
-				r := chaosRecord(c.a.Namespace, fmt.Sprintf("c-%05d", i), benchValue(i))
-				err := retryAPI(ctx, "deleting DNSRecord "+r.Name, func() error {
-					return client.IgnoreNotFound(env.Client.Delete(ctx, r))
-				})
-				deleted.Add(1)
-				return err
+		killedAfter = c.killLeaderQuarterWay(ctx, t, "deleted", func(i int) error {
+			r := chaosRecord(c.a.Namespace, chaosName(i), benchValue(i))
+			return retryAPI(ctx, "deleting DNSRecord "+r.Name, func() error {
+				return client.IgnoreNotFound(env.Client.Delete(ctx, r))
 			})
-		}()
-		NewWithT(t).Eventually(deleted.Load).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(10*time.Millisecond).
-			Should(BeNumerically(">=", *chaosCreated/4), "DNSRecords being deleted")
-		killedAfter = time.Since(begin)
-		c.killLeader(ctx, t)
-		testkit.Must(t, <-done)
+		})
 		for i := range *chaosCreated {
-			delete(c.want, fmt.Sprintf("c-%05d", i))
+			delete(c.want, chaosName(i))
 		}
 		return nil
 	})
 	row.note = fmt.Sprintf("leader killed %s into the deletes, a quarter deleted; no deleted record's data left", killedAfter.Round(time.Millisecond))
 	return row
+}
+
+// chaosName is the name of the i-th DNSRecord the leader-kill scenarios
+// create and delete.
+func chaosName(i int) string { return fmt.Sprintf("c-%05d", i) }
+
+// killLeaderQuarterWay runs do for each of chaosCreated records from 32
+// clients, SIGKILLs the operator's leader once a quarter are done, waits
+// for the rest and returns how long after the start the kill came.
+func (c *chaos) killLeaderQuarterWay(ctx context.Context, t *testing.T, what string, do func(i int) error) time.Duration {
+	t.Helper()
+	var done atomic.Int64
+	finished := make(chan error, 1)
+	begin := time.Now()
+	go func() {
+		finished <- forEachRecord(ctx, *chaosCreated, func(i int) error {
+			err := do(i)
+			done.Add(1)
+			return err
+		})
+	}()
+	NewWithT(t).Eventually(done.Load).WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(10*time.Millisecond).
+		Should(BeNumerically(">=", *chaosCreated/4), "DNSRecords being %s", what)
+	killedAfter := time.Since(begin)
+	c.killLeader(ctx, t)
+	testkit.Must(t, <-finished)
+	return killedAfter
 }
 
 // restartAPIServer restarts kube-apiserver while the kept DNSRecords are
