@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -161,6 +162,16 @@ func TestBindPodVolumes(t *testing.T) {
 	}{
 		"storage on (default): data is the claim": {nil, []corev1.Volume{config, keys}, []string{dataVolume}},
 		"storage off: data is an emptyDir":        {&bindv1alpha1.StorageSpec{Enabled: ptr.To(false)}, []corev1.Volume{config, keys, data}, nil},
+		"storage off on Disk: the same emptyDir": {
+			&bindv1alpha1.StorageSpec{Enabled: ptr.To(false), Medium: bindv1alpha1.StorageMediumDisk}, []corev1.Volume{config, keys, data}, nil,
+		},
+		"storage off in Memory: a tmpfs with its limit": {
+			&bindv1alpha1.StorageSpec{Enabled: ptr.To(false), Medium: bindv1alpha1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("256Mi"))},
+			[]corev1.Volume{config, keys, {Name: dataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("256Mi")),
+			}}}},
+			nil,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,8 +180,9 @@ func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) f
 		}
 	}
 	errs = append(errs, validateNodeSelector(s.NodeSelector, fldPath.Child("nodeSelector"))...)
-	if s.Storage != nil && s.Storage.Size != nil && s.Storage.Size.Sign() <= 0 {
-		errs = append(errs, field.Invalid(fldPath.Child("storage", "size"), s.Storage.Size.String(), "must be a positive quantity such as 1Gi"))
+	if st := s.Storage; st != nil {
+		errs = append(errs, validatePositiveQuantity(st.Size, fldPath.Child("storage", "size"), "1Gi")...)
+		errs = append(errs, validatePositiveQuantity(st.SizeLimit, fldPath.Child("storage", "sizeLimit"), "256Mi")...)
 	}
 	errs = append(errs, ValidateAddressMatchList(s.AllowQuery, fldPath.Child("allowQuery"))...)
 	if r := s.Recursion; r != nil {
@@ -189,6 +191,15 @@ func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) f
 		errs = append(errs, ValidateServers(r.Forwarders, rp.Child("forwarders"))...)
 	}
 	return errs
+}
+
+// validatePositiveQuantity: a volume of zero or negative size is refused
+// by the API server or the kubelet long after apply.
+func validatePositiveQuantity(q *resource.Quantity, fldPath *field.Path, example string) field.ErrorList {
+	if q == nil || q.Sign() > 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath, q.String(), "must be a positive quantity such as "+example)}
 }
 
 // validateNodeSelector: keys must be label keys and values label values,

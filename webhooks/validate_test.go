@@ -90,6 +90,11 @@ func TestValidateBindClusterSpec(t *testing.T) {
 		}), field.ErrorList{
 			field.Invalid(spec.Child("storage", "size"), "0", "must be a positive quantity such as 1Gi"),
 		}},
+		{"emptyDir size limit negative", defaulted(func(s *v1alpha1.BindClusterSpec) {
+			s.Storage = &v1alpha1.StorageSpec{Enabled: ptr.To(false), Medium: v1alpha1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("-1Mi"))}
+		}), field.ErrorList{
+			field.Invalid(spec.Child("storage", "sizeLimit"), "-1Mi", "must be a positive quantity such as 256Mi"),
+		}},
 		{"address lists", defaulted(func(s *v1alpha1.BindClusterSpec) {
 			s.Mode = v1alpha1.ModeResolver
 			s.AllowQuery = []v1alpha1.AddressMatchElement{{Address: "10.0.0.1/8"}}

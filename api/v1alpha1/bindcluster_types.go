@@ -118,8 +118,9 @@ type BindClusterSpec struct {
 	// +kubebuilder:default={}
 	Ports ClusterPorts `json:"ports,omitempty"`
 
-	// storage for the primary's data (zone files, journals, DNSSEC keys), so
-	// dynamic updates and keys survive restarts.
+	// storage for each pod's data (zone files, journals, DNSSEC keys), so
+	// dynamic updates and keys survive the pod. The primary's claim is the
+	// one that matters: secondaries transfer their zones again.
 	// +optional
 	Storage *StorageSpec `json:"storage,omitempty"`
 
@@ -193,12 +194,47 @@ type ClusterPorts struct {
 	Metrics int32 `json:"metrics,omitempty"`
 }
 
-// StorageSpec is the persistent volume of the primary.
+// StorageMedium is where the emptyDir of a cluster without persistent
+// storage keeps named's data.
+// +kubebuilder:validation:Enum=Disk;Memory
+type StorageMedium string
+
+const (
+	// StorageMediumDisk keeps the data on the node's disk (the default).
+	StorageMediumDisk StorageMedium = "Disk"
+	// StorageMediumMemory keeps the data in a tmpfs.
+	StorageMediumMemory StorageMedium = "Memory"
+)
+
+// StorageSpec is the data volume of the pods: a PersistentVolumeClaim per
+// pod, or an emptyDir when enabled is false.
+// +kubebuilder:validation:XValidation:rule="!has(self.medium) || (has(self.enabled) && !self.enabled)",message="medium applies to the emptyDir used while storage.enabled is false; set enabled: false, or remove the medium to keep the claims.",fieldPath=".medium"
+// +kubebuilder:validation:XValidation:rule="!has(self.sizeLimit) || (has(self.enabled) && !self.enabled)",message="sizeLimit applies to the emptyDir used while storage.enabled is false; set enabled: false, or use size for the claims.",fieldPath=".sizeLimit"
 type StorageSpec struct {
-	// enabled creates a PersistentVolumeClaim for the primary. When false
-	// the primary keeps its data in an emptyDir. Defaults to true.
+	// enabled creates a PersistentVolumeClaim for each pod. When false the
+	// pods keep their data in an emptyDir, which lives as long as the pod:
+	// it survives a container restart, and a new pod is seeded again.
+	// Defaults to true.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
+
+	// medium of the emptyDir while enabled is false. Disk (the default)
+	// keeps it on the node's disk. Memory keeps it in a tmpfs: the journal
+	// fsyncs BIND makes between applying an UPDATE and sending its NOTIFYs,
+	// and before a secondary serves a transfer, then cost nothing, so a
+	// change reaches the secondaries without waiting on the node's disk.
+	// The volume lives exactly as long as on Disk, but its zone files and
+	// journals count against the pod's memory: give named a memory limit
+	// with headroom for them, and set sizeLimit.
+	// +optional
+	Medium StorageMedium `json:"medium,omitempty"`
+
+	// sizeLimit of the emptyDir while enabled is false. With medium Memory
+	// it bounds the tmpfs (without it the tmpfs may grow to the pod's
+	// memory limit); on Disk the kubelet evicts a pod whose volume
+	// outgrows it.
+	// +optional
+	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
 
 	// size of the claim. Defaults to 1Gi.
 	// +optional

@@ -1597,6 +1597,11 @@ func (in *StorageSpec) DeepCopyInto(out *StorageSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.SizeLimit != nil {
+		in, out := &in.SizeLimit, &out.SizeLimit
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	if in.Size != nil {
 		in, out := &in.Size, &out.Size
 		x := (*in).DeepCopy()

@@ -70,6 +70,18 @@ func TestBindClusterCreate(t *testing.T) {
 			q := resource.MustParse("1Gi")
 			c.Spec.Storage = &v1.StorageSpec{Enabled: ptr.To(false), Size: &q}
 		}, wantErrors: []string{"storage.size has no effect while storage.enabled is false"}},
+		{desc: "emptyDir in memory", mutate: func(c *v1.BindCluster) {
+			c.Spec.Storage = &v1.StorageSpec{Enabled: ptr.To(false), Medium: v1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("256Mi"))}
+		}},
+		{desc: "medium while the claims are on", mutate: func(c *v1.BindCluster) {
+			c.Spec.Storage = &v1.StorageSpec{Medium: v1.StorageMediumMemory}
+		}, wantErrors: []string{"spec.storage.medium", "medium applies to the emptyDir used while storage.enabled is false"}},
+		{desc: "sizeLimit with storage enabled", mutate: func(c *v1.BindCluster) {
+			c.Spec.Storage = &v1.StorageSpec{Enabled: ptr.To(true), SizeLimit: ptr.To(resource.MustParse("256Mi"))}
+		}, wantErrors: []string{"spec.storage.sizeLimit", "sizeLimit applies to the emptyDir used while storage.enabled is false"}},
+		{desc: "unknown medium", mutate: func(c *v1.BindCluster) {
+			c.Spec.Storage = &v1.StorageSpec{Enabled: ptr.To(false), Medium: "Tape"}
+		}, wantErrors: []string{"spec.storage.medium", "Unsupported value"}},
 		{desc: "unknown service type", mutate: func(c *v1.BindCluster) { c.Spec.QueryService.Type = "ExternalName" },
 			wantErrors: []string{"spec.queryService.type", "Unsupported value"}},
 		{desc: "transfer key ref with an invalid name", mutate: func(c *v1.BindCluster) {
