@@ -5,14 +5,17 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,8 +285,10 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // stacks) and pages of the executable file.
 type memory struct{ rss, hwm, anon, file int64 } // bytes
 
+// mib is bytes in MiB, for the tables.
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
 func (m memory) String() string {
-	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
 	return fmt.Sprintf("%.0f MiB now (%.0f MiB heap and stacks, %.0f MiB of the executable), peak %.0f MiB", mib(m.rss), mib(m.anon), mib(m.file), mib(m.hwm))
 }
 
@@ -322,6 +327,38 @@ func podProcessMemory(ctx context.Context, t *testing.T, namespace, pod, comm st
 	}
 	t.Fatalf("no %s process in pod %s/%s on this node", comm, namespace, pod)
 	return memory{}
+}
+
+// podDataUsage is the space the files under dir take (st_blocks), as the
+// process named comm in a pod sees them: with the data volume in memory,
+// what the zone files, journals and keys add to the pod's memory.
+func podDataUsage(ctx context.Context, t *testing.T, namespace, pod, comm, dir string) int64 {
+	t.Helper()
+	p, err := env.Cluster.Client().CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	testkit.Must(t, err)
+	for _, hp := range podProcesses(string(p.UID)) {
+		if hp.comm != comm {
+			continue
+		}
+		var used int64
+		root := fmt.Sprintf("/proc/%d/root%s", hp.pid, dir)
+		testkit.Must(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				used += st.Blocks * 512
+			}
+			return nil
+		}))
+		return used
+	}
+	t.Fatalf("no %s process in pod %s/%s on this node", comm, namespace, pod)
+	return 0
 }
 
 // operatorMemory is the memory of the operator's manager (the leader's,
