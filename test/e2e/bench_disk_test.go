@@ -9,68 +9,46 @@ import (
 	"time"
 )
 
-// diskProbe times a small write and fsync on the disk that holds the
-// cluster's volumes and etcd, every diskProbeEvery, while edits are
-// measured. named commits each UPDATE and each incoming IXFR to its
-// journal with fsync before it serves the change, so a stalled disk
-// delays an edit on the primary and on every secondary whoever wrote it.
-// The probe says whether the slow edits of a run coincided with such a
-// stall (issue 15, item 3) instead of leaving it to guesswork.
-type diskProbe struct {
+// The bench samples the machine while edits are measured, so that each
+// slow edit can be set against what the node was doing at that moment
+// (issue 15, item 3) instead of leaving it to guesswork: the disk (this
+// file) and the CPU (bench_cpu_test.go).
+
+// probe calls sample every period, at most probeLimit times, until
+// finish.
+type probe[S any] struct {
 	stop chan struct{}
 	done sync.WaitGroup
 
 	mu      sync.Mutex
-	samples []diskSample
+	samples []S
 	err     error
 }
 
-type diskSample struct {
-	at   time.Time
-	took time.Duration
-}
+// probeLimit bounds the samples (and so a probe's run): the edits it
+// watches take seconds to a minute, not hours.
+const probeLimit = 60000
 
-const (
-	diskProbeEvery = 20 * time.Millisecond
-	// diskProbeLimit bounds the samples (and so the probe's run): the
-	// edits it watches take seconds, not minutes.
-	diskProbeLimit = 60000
-	// diskStall is an fsync slow enough to show in an edit's time.
-	diskStall = 20 * time.Millisecond
-)
-
-// startDiskProbe starts probing in dir (a folder on the cluster's disk); the
-// file it writes is removed by stopDiskProbe.
-func startDiskProbe(t *testing.T, dir string) *diskProbe {
-	t.Helper()
-	f, err := os.CreateTemp(dir, "bench-fsync-probe-")
-	if err != nil {
-		t.Fatalf("disk probe: %v", err)
-	}
-	p := &diskProbe{stop: make(chan struct{})}
-	buf := []byte(strings.Repeat("x", 4096))
+func startProbe[S any](every time.Duration, sample func() (S, error), cleanup func()) *probe[S] {
+	p := &probe[S]{stop: make(chan struct{})}
 	p.done.Go(func() {
-		defer func() { _ = f.Close(); _ = os.Remove(f.Name()) }()
-		tick := time.NewTicker(diskProbeEvery)
+		defer cleanup()
+		tick := time.NewTicker(every)
 		defer tick.Stop()
-		for range diskProbeLimit {
+		for range probeLimit {
 			select {
 			case <-p.stop:
 				return
 			case <-tick.C:
 			}
-			start := time.Now()
-			_, err := f.WriteAt(buf, 0)
-			if err == nil {
-				err = f.Sync()
-			}
+			s, err := sample()
 			p.mu.Lock()
 			if err != nil {
 				p.err = err
 				p.mu.Unlock()
 				return
 			}
-			p.samples = append(p.samples, diskSample{at: start, took: time.Since(start)})
+			p.samples = append(p.samples, s)
 			p.mu.Unlock()
 		}
 	})
@@ -78,14 +56,49 @@ func startDiskProbe(t *testing.T, dir string) *diskProbe {
 }
 
 // finish stops the probe and returns its samples.
-func (p *diskProbe) finish(t *testing.T) []diskSample {
+func (p *probe[S]) finish(t *testing.T) []S {
 	t.Helper()
 	close(p.stop)
 	p.done.Wait()
 	if p.err != nil {
-		t.Fatalf("disk probe: %v", p.err)
+		t.Fatalf("probe: %v", p.err)
 	}
 	return p.samples
+}
+
+// The disk probe times a small write and fsync on the disk that holds the
+// cluster's volumes and etcd, every diskProbeEvery. named commits each
+// UPDATE and each incoming IXFR to its journal with fsync before it serves
+// the change (unless its data volume is in memory), and etcd each write,
+// so a stalled disk delays an edit whoever wrote it.
+type diskSample struct {
+	at   time.Time
+	took time.Duration
+}
+
+const (
+	diskProbeEvery = 20 * time.Millisecond
+	// diskStall is an fsync slow enough to show in an edit's time.
+	diskStall = 20 * time.Millisecond
+)
+
+// startDiskProbe starts probing in dir (a folder on the cluster's disk);
+// the file it writes is removed when the probe finishes.
+func startDiskProbe(t *testing.T, dir string) *probe[diskSample] {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "bench-fsync-probe-")
+	if err != nil {
+		t.Fatalf("disk probe: %v", err)
+	}
+	buf := []byte(strings.Repeat("x", 4096))
+	return startProbe(diskProbeEvery, func() (diskSample, error) {
+		start := time.Now()
+		_, err := f.WriteAt(buf, 0)
+		if err == nil {
+			err = f.Sync()
+		}
+		return diskSample{at: start, took: time.Since(start)}, err
+	}, func() { _ = f.Close(); _ = os.Remove(f.Name()) })
 }
 
 // worstDuring is the longest fsync that overlapped [from, to].

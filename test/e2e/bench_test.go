@@ -111,6 +111,7 @@ func TestInClusterBench(t *testing.T) {
 	// The disk under the cluster's volumes and etcd is timed while the
 	// edits are: a stalled fsync delays every path alike.
 	disk := startDiskProbe(t, env.Cluster.WorkDir())
+	cpu := startCPUProbe(t)
 	throttledBefore := operatorThrottling(ctx, t)
 	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, rawUpdate(transfer, "lat"))
 	guardedLat := benchLatency(ctx, t, ips, "client."+rawZone, rawUpdate(updates, "client"))
@@ -133,6 +134,10 @@ func TestInClusterBench(t *testing.T) {
 		}
 	})
 	diskSamples := disk.finish(t)
+	var cpuSamples []cpuSample
+	if cpu != nil {
+		cpuSamples = cpu.finish(t)
+	}
 	editsThrottled := throttlingSummary(throttledBefore, operatorThrottling(ctx, t), leaderPod(ctx, t).Name)
 	rows = append(rows,
 		benchRow{"the cluster's data volume", "an emptyDir on every pod (no claims)", "medium " + string(medium), ""},
@@ -149,6 +154,8 @@ func TestInClusterBench(t *testing.T) {
 			reconcileSummary(leaderTimes(ctx, t, managerTimes(ctx, t, token), editsBefore)), ""},
 		benchRow{"the node's disk during the edits", fmt.Sprintf("a 4 KiB write and fsync every %s beside the cluster's volumes and etcd", diskProbeEvery),
 			diskSummary(diskSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
+		benchRow{"the node's CPUs during the edits", fmt.Sprintf("the kernel's CPU pressure (%s, some: a runnable task waited for a CPU) every %s", cpuPressureFile, cpuProbeEvery),
+			cpuSummary(cpuSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
 		benchRow{"the manager's CPU limit during the edits", "CFS periods (100 ms) in which the manager used up its quota and was stopped (its container's cpu.stat)", editsThrottled, ""},
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
