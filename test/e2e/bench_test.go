@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,10 +16,12 @@ import (
 
 	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -43,6 +46,22 @@ const (
 // Disk, BIND's journal fsyncs put this machine's disk stalls into the
 // tail (docs/behaviours.md, "The data volume in memory").
 var benchMedium = flag.String("bench-medium", string(v1.StorageMediumMemory), "the data volume medium of TestInClusterBench's cluster: Memory or Disk")
+
+// sampleResources are named's resources in the shipped authoritative
+// sample: the bench measures a cluster sized as users are shown to size
+// it. Without requests its pods are BestEffort, and on a busy node named
+// then gets the smallest CPU share of any process there.
+func sampleResources(t *testing.T) corev1.ResourceRequirements {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(SamplesDir(), "bind_v1alpha1_bindcluster.yaml"))
+	testkit.Must(t, err)
+	var c v1.BindCluster
+	testkit.Must(t, yaml.UnmarshalStrict(b, &c))
+	if c.Spec.Resources.Requests.Cpu().IsZero() {
+		t.Fatalf("the authoritative sample requests no CPU: %+v", c.Spec.Resources)
+	}
+	return c.Spec.Resources
+}
 
 // TestInClusterBench (issue 6 i) measures the operator in the local cluster
 // beside raw BIND in the same run, on one 3-replica BindCluster:
@@ -69,8 +88,10 @@ func TestInClusterBench(t *testing.T) {
 	}
 	ns := newNamespace(ctx, t, "e2e-bench")
 	medium := v1.StorageMedium(*benchMedium)
+	resources := sampleResources(t)
 	a := authoritative{Namespace: ns, Name: "bench", Replicas: 3, Catalog: "catalog.bench.internal", Mutate: func(c *v1.BindCluster) {
 		c.Spec.Storage.Medium = medium
+		c.Spec.Resources = resources
 	}}
 	a.create(ctx, t)
 	testkit.Must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
@@ -140,7 +161,8 @@ func TestInClusterBench(t *testing.T) {
 	}
 	editsThrottled := throttlingSummary(throttledBefore, operatorThrottling(ctx, t), leaderPod(ctx, t).Name)
 	rows = append(rows,
-		benchRow{"the cluster's data volume", "an emptyDir on every pod (no claims)", "medium " + string(medium), ""},
+		benchRow{"the cluster", "the data volume, an emptyDir on every pod (no claims); named's resources, from the authoritative sample",
+			fmt.Sprintf("medium %s; requests cpu %s, memory %s; limit memory %s", medium, resources.Requests.Cpu(), resources.Requests.Memory(), resources.Limits.Memory()), ""},
 		benchRow{"raw: signed UPDATE to the primary pod", fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), rawLat.served.summary(), "baseline"},
 		benchRow{"", "… of which", rawLat.stages("UPDATE"), ""},
 		benchRow{"", fmt.Sprintf("… the changes served in over %s", editGoal), rawLat.slowest(), ""},
