@@ -126,6 +126,7 @@ func (w *BindClusterWebhook) validate(ctx context.Context, old, c *v1alpha1.Bind
 	spec := field.NewPath("spec")
 	var warns admission.Warnings
 	errs := ValidateBindClusterSpec(&c.Spec, spec)
+	warns = append(warns, memoryVolumeWarnings(&c.Spec)...)
 	if r := c.Spec.Recursion; r != nil {
 		errs = append(errs, ValidateForwarderTargets(r.Forwarders, c.Name, spec.Child("recursion", "forwarders"))...)
 	}
@@ -191,6 +192,27 @@ func ValidateBindClusterSpec(s *v1alpha1.BindClusterSpec, fldPath *field.Path) f
 		errs = append(errs, ValidateServers(r.Forwarders, rp.Child("forwarders"))...)
 	}
 	return errs
+}
+
+// memoryVolumeWarnings: the files of a Memory data volume are a tmpfs's
+// pages, charged to the memory of the container that writes them (named),
+// and the kubelet sizes the tmpfs to sizeLimit or else to the node's
+// memory (the pod's, when every container has a limit). A volume that
+// fills past named's memory limit gets named OOM-killed, not ENOSPC.
+// Warnings, not errors: a cluster without limits is the user's choice.
+func memoryVolumeWarnings(s *v1alpha1.BindClusterSpec) admission.Warnings {
+	st := s.Storage
+	if st == nil || st.Medium != v1alpha1.StorageMediumMemory {
+		return nil
+	}
+	limit := s.Resources.Limits.Memory()
+	switch {
+	case st.SizeLimit == nil:
+		return admission.Warnings{"spec.storage.sizeLimit: a Memory data volume without a size limit may grow to the node's memory, and its files count against named's; set sizeLimit below named's memory limit (spec.resources.limits.memory)"}
+	case !limit.IsZero() && st.SizeLimit.Cmp(*limit) >= 0:
+		return admission.Warnings{fmt.Sprintf("spec.storage.sizeLimit: %s is not below named's memory limit %s, and the volume's files count against named's memory, so a full volume gets named OOM-killed; set sizeLimit below the limit, leaving room for named itself", st.SizeLimit, limit)}
+	}
+	return nil
 }
 
 // validatePositiveQuantity: a volume of zero or negative size is refused

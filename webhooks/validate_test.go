@@ -6,10 +6,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
@@ -111,6 +113,39 @@ func TestValidateBindClusterSpec(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expectErrors(t, ValidateBindClusterSpec(tc.in, spec), tc.want) })
+	}
+}
+
+func TestMemoryVolumeWarnings(t *testing.T) {
+	memory := func(sizeLimit, namedLimit string) *v1alpha1.BindClusterSpec {
+		s := &v1alpha1.BindClusterSpec{Storage: &v1alpha1.StorageSpec{Enabled: ptr.To(false), Medium: v1alpha1.StorageMediumMemory}}
+		if sizeLimit != "" {
+			s.Storage.SizeLimit = ptr.To(resource.MustParse(sizeLimit))
+		}
+		if namedLimit != "" {
+			s.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(namedLimit)}
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		spec *v1alpha1.BindClusterSpec
+		want admission.Warnings
+	}{
+		{"claims", &v1alpha1.BindClusterSpec{}, nil},
+		{"disk", &v1alpha1.BindClusterSpec{Storage: &v1alpha1.StorageSpec{Enabled: ptr.To(false), Medium: v1alpha1.StorageMediumDisk}}, nil},
+		{"memory below named's limit", memory("64Mi", "256Mi"), nil},
+		{"memory with a limit and named without one", memory("64Mi", ""), nil},
+		{"memory without a size limit", memory("", "256Mi"), admission.Warnings{
+			"spec.storage.sizeLimit: a Memory data volume without a size limit may grow to the node's memory, and its files count against named's; set sizeLimit below named's memory limit (spec.resources.limits.memory)",
+		}},
+		{"memory as large as named's limit", memory("256Mi", "256Mi"), admission.Warnings{
+			"spec.storage.sizeLimit: 256Mi is not below named's memory limit 256Mi, and the volume's files count against named's memory, so a full volume gets named OOM-killed; set sizeLimit below the limit, leaving room for named itself",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(memoryVolumeWarnings(tc.spec)).To(Equal(tc.want))
+		})
 	}
 }
 

@@ -33,7 +33,6 @@ const (
 // BindClusterSpec describes a StatefulSet of BIND pods. Ordinal 0 is the
 // primary; the other ordinals are secondaries that replicate from it.
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Resolver' || !has(self.recursion)",message="recursion settings only apply to a Resolver cluster; set mode: Resolver or remove spec.recursion."
-// +kubebuilder:validation:XValidation:rule="!has(self.storage) || !has(self.storage.enabled) || self.storage.enabled || !has(self.storage.size)",message="storage.size has no effect while storage.enabled is false; enable storage or remove the size."
 type BindClusterSpec struct {
 	// mode is Authoritative (serve zones, no recursion) or Resolver
 	// (recursive resolution for allowed clients). It cannot change after
@@ -208,6 +207,7 @@ const (
 
 // StorageSpec is the data volume of the pods: a PersistentVolumeClaim per
 // pod, or an emptyDir when enabled is false.
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(self.enabled) || self.enabled",message="storage.size has no effect while storage.enabled is false; enable storage or remove the size.",fieldPath=".size"
 // +kubebuilder:validation:XValidation:rule="!has(self.medium) || (has(self.enabled) && !self.enabled)",message="medium applies to the emptyDir used while storage.enabled is false; set enabled: false, or remove the medium to keep the claims.",fieldPath=".medium"
 // +kubebuilder:validation:XValidation:rule="!has(self.sizeLimit) || (has(self.enabled) && !self.enabled)",message="sizeLimit applies to the emptyDir used while storage.enabled is false; set enabled: false, or use size for the claims.",fieldPath=".sizeLimit"
 type StorageSpec struct {

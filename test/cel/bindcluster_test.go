@@ -69,7 +69,7 @@ func TestBindClusterCreate(t *testing.T) {
 		{desc: "storage size while disabled", mutate: func(c *v1.BindCluster) {
 			q := resource.MustParse("1Gi")
 			c.Spec.Storage = &v1.StorageSpec{Enabled: ptr.To(false), Size: &q}
-		}, wantErrors: []string{"storage.size has no effect while storage.enabled is false"}},
+		}, wantErrors: []string{"spec.storage.size", "storage.size has no effect while storage.enabled is false"}},
 		{desc: "emptyDir in memory", mutate: func(c *v1.BindCluster) {
 			c.Spec.Storage = &v1.StorageSpec{Enabled: ptr.To(false), Medium: v1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("256Mi"))}
 		}},
