@@ -35,7 +35,7 @@ func startCPUProbe(t *testing.T) *probe[cpuSample] {
 		t.Logf("no CPU pressure in this run: %v", err)
 		return nil
 	}
-	return startProbe(cpuProbeEvery, readCPUStall, func() {})
+	return startProbe(t, "CPU", cpuProbeEvery, readCPUStall, func() {})
 }
 
 // readCPUStall parses "some avg10=… avg60=… avg300=… total=<µs>".

@@ -15,9 +15,11 @@ import (
 // file) and the CPU (bench_cpu_test.go).
 
 // probe calls sample every period, at most probeLimit times, until
-// finish.
+// finish or the end of the test.
 type probe[S any] struct {
+	name string
 	stop chan struct{}
+	once sync.Once
 	done sync.WaitGroup
 
 	mu      sync.Mutex
@@ -29,8 +31,12 @@ type probe[S any] struct {
 // watches take seconds to a minute, not hours.
 const probeLimit = 60000
 
-func startProbe[S any](every time.Duration, sample func() (S, error), cleanup func()) *probe[S] {
-	p := &probe[S]{stop: make(chan struct{})}
+// startProbe starts sampling; a test that fails before finish still stops
+// it (and runs cleanup) when it ends.
+func startProbe[S any](t *testing.T, name string, every time.Duration, sample func() (S, error), cleanup func()) *probe[S] {
+	t.Helper()
+	p := &probe[S]{name: name, stop: make(chan struct{})}
+	t.Cleanup(p.halt)
 	p.done.Go(func() {
 		defer cleanup()
 		tick := time.NewTicker(every)
@@ -55,13 +61,18 @@ func startProbe[S any](every time.Duration, sample func() (S, error), cleanup fu
 	return p
 }
 
+// halt stops the probe and waits for it; it may be called more than once.
+func (p *probe[S]) halt() {
+	p.once.Do(func() { close(p.stop) })
+	p.done.Wait()
+}
+
 // finish stops the probe and returns its samples.
 func (p *probe[S]) finish(t *testing.T) []S {
 	t.Helper()
-	close(p.stop)
-	p.done.Wait()
+	p.halt()
 	if p.err != nil {
-		t.Fatalf("probe: %v", p.err)
+		t.Fatalf("%s probe: %v", p.name, p.err)
 	}
 	return p.samples
 }
@@ -91,7 +102,7 @@ func startDiskProbe(t *testing.T, dir string) *probe[diskSample] {
 		t.Fatalf("disk probe: %v", err)
 	}
 	buf := []byte(strings.Repeat("x", 4096))
-	return startProbe(diskProbeEvery, func() (diskSample, error) {
+	return startProbe(t, "disk", diskProbeEvery, func() (diskSample, error) {
 		start := time.Now()
 		_, err := f.WriteAt(buf, 0)
 		if err == nil {

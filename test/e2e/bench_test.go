@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +47,11 @@ const (
 // Disk, BIND's journal fsyncs put this machine's disk stalls into the
 // tail (docs/behaviours.md, "The data volume in memory").
 var benchMedium = flag.String("bench-medium", string(v1.StorageMediumMemory), "the data volume medium of TestInClusterBench's cluster: Memory or Disk")
+
+// benchSizeLimit bounds the bench cluster's Memory volume, below named's
+// memory limit in the sample (the zones of 10,000 records take about
+// 2 MiB).
+var benchSizeLimit = resource.MustParse("64Mi")
 
 // sampleResources are named's resources in the shipped authoritative
 // sample: the bench measures a cluster sized as users are shown to size
@@ -91,8 +97,15 @@ func TestInClusterBench(t *testing.T) {
 	resources := sampleResources(t)
 	a := authoritative{Namespace: ns, Name: "bench", Replicas: 3, Catalog: "catalog.bench.internal", Mutate: func(c *v1.BindCluster) {
 		c.Spec.Storage.Medium = medium
+		if medium == v1.StorageMediumMemory {
+			c.Spec.Storage.SizeLimit = ptr.To(benchSizeLimit)
+		}
 		c.Spec.Resources = resources
 	}}
+	sizeLimit := "none"
+	if medium == v1.StorageMediumMemory {
+		sizeLimit = benchSizeLimit.String()
+	}
 	a.create(ctx, t)
 	testkit.Must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
 	const opZone, rawZone = "op.bench.e2e.example", "raw.bench.e2e.example"
@@ -162,7 +175,7 @@ func TestInClusterBench(t *testing.T) {
 	editsThrottled := throttlingSummary(throttledBefore, operatorThrottling(ctx, t), leaderPod(ctx, t).Name)
 	rows = append(rows,
 		benchRow{"the cluster", "the data volume, an emptyDir on every pod (no claims); named's resources, from the authoritative sample",
-			fmt.Sprintf("medium %s; requests cpu %s, memory %s; limit memory %s", medium, resources.Requests.Cpu(), resources.Requests.Memory(), resources.Limits.Memory()), ""},
+			fmt.Sprintf("medium %s, sizeLimit %s; requests cpu %s, memory %s; limit memory %s", medium, sizeLimit, resources.Requests.Cpu(), resources.Requests.Memory(), resources.Limits.Memory()), ""},
 		benchRow{"raw: signed UPDATE to the primary pod", fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), rawLat.served.summary(), "baseline"},
 		benchRow{"", "… of which", rawLat.stages("UPDATE"), ""},
 		benchRow{"", fmt.Sprintf("… the changes served in over %s", editGoal), rawLat.slowest(), ""},

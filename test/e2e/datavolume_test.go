@@ -67,6 +67,7 @@ func TestDataVolumeInMemory(t *testing.T) {
 		return z.Status.PrimarySeededAt
 	}
 	seeded := seededAt()
+	g.Expect(seeded).NotTo(BeNil(), "the zone is served, so the primary has reported when it seeded it")
 	for i, pod := range pods {
 		p, err := env.Cluster.Client().CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		testkit.Must(t, err)
