@@ -230,9 +230,10 @@ type StorageSpec struct {
 	Medium StorageMedium `json:"medium,omitempty"`
 
 	// sizeLimit of the emptyDir while enabled is false. With medium Memory
-	// it bounds the tmpfs (without it the tmpfs may grow to the pod's
-	// memory limit); on Disk the kubelet evicts a pod whose volume
-	// outgrows it.
+	// it is the size of the tmpfs, whose files count against named's
+	// memory: keep it below named's memory limit (without it the tmpfs may
+	// grow to the node's memory). On Disk the kubelet evicts a pod whose
+	// volume outgrows it.
 	// +optional
 	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
 
