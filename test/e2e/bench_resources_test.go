@@ -316,17 +316,9 @@ func procMemory(pid int) (memory, error) {
 // podProcessMemory is the memory of the process named comm in a pod.
 func podProcessMemory(ctx context.Context, t *testing.T, namespace, pod, comm string) memory {
 	t.Helper()
-	p, err := env.Cluster.Client().CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	m, err := procMemory(podProcess(ctx, t, namespace, pod, comm).pid)
 	testkit.Must(t, err)
-	for _, hp := range podProcesses(string(p.UID)) {
-		if hp.comm == comm {
-			m, err := procMemory(hp.pid)
-			testkit.Must(t, err)
-			return m
-		}
-	}
-	t.Fatalf("no %s process in pod %s/%s on this node", comm, namespace, pod)
-	return memory{}
+	return m
 }
 
 // podDataUsage is the space the files under dir take (st_blocks), as the
@@ -334,31 +326,22 @@ func podProcessMemory(ctx context.Context, t *testing.T, namespace, pod, comm st
 // what the zone files, journals and keys add to the pod's memory.
 func podDataUsage(ctx context.Context, t *testing.T, namespace, pod, comm, dir string) int64 {
 	t.Helper()
-	p, err := env.Cluster.Client().CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
-	testkit.Must(t, err)
-	for _, hp := range podProcesses(string(p.UID)) {
-		if hp.comm != comm {
-			continue
+	var used int64
+	root := fmt.Sprintf("/proc/%d/root%s", podProcess(ctx, t, namespace, pod, comm).pid, dir)
+	testkit.Must(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-		var used int64
-		root := fmt.Sprintf("/proc/%d/root%s", hp.pid, dir)
-		testkit.Must(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				used += st.Blocks * 512
-			}
-			return nil
-		}))
-		return used
-	}
-	t.Fatalf("no %s process in pod %s/%s on this node", comm, namespace, pod)
-	return 0
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			used += st.Blocks * 512
+		}
+		return nil
+	}))
+	return used
 }
 
 // operatorMemory is the memory of the operator's manager (the leader's,

@@ -95,17 +95,17 @@ func TestInClusterBench(t *testing.T) {
 	ns := newNamespace(ctx, t, "e2e-bench")
 	medium := v1.StorageMedium(*benchMedium)
 	resources := sampleResources(t)
+	var sizeLimit *resource.Quantity
+	volumeNote := ""
+	if medium == v1.StorageMediumMemory {
+		sizeLimit = &benchSizeLimit
+		volumeNote = " (in memory: counted against the pod's)"
+	}
 	a := authoritative{Namespace: ns, Name: "bench", Replicas: 3, Catalog: "catalog.bench.internal", Mutate: func(c *v1.BindCluster) {
 		c.Spec.Storage.Medium = medium
-		if medium == v1.StorageMediumMemory {
-			c.Spec.Storage.SizeLimit = ptr.To(benchSizeLimit)
-		}
+		c.Spec.Storage.SizeLimit = sizeLimit
 		c.Spec.Resources = resources
 	}}
-	sizeLimit := "none"
-	if medium == v1.StorageMediumMemory {
-		sizeLimit = benchSizeLimit.String()
-	}
 	a.create(ctx, t)
 	testkit.Must(t, env.Client.Create(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "updates"}}))
 	const opZone, rawZone = "op.bench.e2e.example", "raw.bench.e2e.example"
@@ -240,7 +240,7 @@ func TestInClusterBench(t *testing.T) {
 		benchRow{"operator: the manager's memory", fmt.Sprintf("with %d DNSRecords in one zone, webhooks in-process", benchRecords+1), op.String(), "goal: peak ≤ 100 MiB"},
 		benchRow{"named: the primary's memory", fmt.Sprintf("zones of %d records each", benchRecords), podProcessMemory(ctx, t, ns, a.Name+"-0", "named").String(), ""},
 		benchRow{"named: a secondary's memory", "the same zones, transferred", podProcessMemory(ctx, t, ns, a.Name+"-1", "named").String(), ""},
-		benchRow{"named: the data volume", "zone files, journals and keys on the primary / a secondary" + map[v1.StorageMedium]string{v1.StorageMediumMemory: " (in memory: counted against the pod's)"}[medium],
+		benchRow{"named: the data volume", "zone files, journals and keys on the primary / a secondary" + volumeNote,
 			fmt.Sprintf("%.1f / %.1f MiB", mib(podDataUsage(ctx, t, ns, a.Name+"-0", "named", render.DefaultPaths().DataDir)), mib(podDataUsage(ctx, t, ns, a.Name+"-1", "named", render.DefaultPaths().DataDir))), ""},
 	)
 	printBenchTable(t, rows)

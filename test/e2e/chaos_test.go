@@ -389,17 +389,7 @@ func killProcess(ctx context.Context, t *testing.T, uid, comm, who string) {
 // that it caught up by an incremental transfer.
 func (c *chaos) cutSecondary(ctx context.Context, t *testing.T, pod string) chaosRow {
 	t.Helper()
-	p, err := env.Cluster.Client().CoreV1().Pods(c.a.Namespace).Get(ctx, pod, metav1.GetOptions{})
-	testkit.Must(t, err)
-	var sandbox int
-	for _, hp := range podProcesses(string(p.UID)) {
-		if hp.comm == "pause" {
-			sandbox = hp.pid
-		}
-	}
-	if sandbox == 0 {
-		t.Fatalf("no sandbox process for pod %s", pod)
-	}
+	sandbox := podProcess(ctx, t, c.a.Namespace, pod, "pause").pid
 	nft := func(stdin string, args ...string) error {
 		cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(sandbox), "-n", "nft"}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)

@@ -89,22 +89,14 @@ func TestDataVolumeInMemory(t *testing.T) {
 // named comm in a pod sees it (its /proc/<pid>/mounts on this node).
 func podMount(ctx context.Context, t *testing.T, namespace, pod, comm, dir string) (fstype, options string) {
 	t.Helper()
-	p, err := env.Cluster.Client().CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mounts", podProcess(ctx, t, namespace, pod, comm).pid))
 	testkit.Must(t, err)
-	for _, hp := range podProcesses(string(p.UID)) {
-		if hp.comm != comm {
-			continue
+	for _, line := range strings.Split(string(b), "\n") {
+		// device mountpoint fstype options dump pass
+		if f := strings.Fields(line); len(f) >= 4 && f[1] == dir {
+			return f[2], f[3]
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mounts", hp.pid))
-		testkit.Must(t, err)
-		for _, line := range strings.Split(string(b), "\n") {
-			// device mountpoint fstype options dump pass
-			if f := strings.Fields(line); len(f) >= 4 && f[1] == dir {
-				return f[2], f[3]
-			}
-		}
-		t.Fatalf("%s in pod %s/%s has no mount at %s:\n%s", comm, namespace, pod, dir, b)
 	}
-	t.Fatalf("no %s process in pod %s/%s on this node", comm, namespace, pod)
+	t.Fatalf("%s in pod %s/%s has no mount at %s:\n%s", comm, namespace, pod, dir, b)
 	return "", ""
 }

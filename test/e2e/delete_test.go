@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -199,6 +200,21 @@ type hostProcess struct {
 	comm  string
 	start string // procStart, so a reused PID is never taken for it
 	netns string // "net:[inode]"
+}
+
+// podProcess is the host process named comm in the pod namespace/pod on
+// this node; the test fails when there is none.
+func podProcess(ctx context.Context, t *testing.T, namespace, pod, comm string) hostProcess {
+	t.Helper()
+	p, err := env.Cluster.Client().CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	testkit.Must(t, err)
+	for _, hp := range podProcesses(string(p.UID)) {
+		if hp.comm == comm {
+			return hp
+		}
+	}
+	t.Fatalf("no %s process in pod %s/%s on this node", comm, namespace, pod)
+	return hostProcess{}
 }
 
 // podProcesses lists the host processes in the cgroups of the pod with
