@@ -147,7 +147,9 @@ func TestInClusterBench(t *testing.T) {
 	disk := startDiskProbe(t, env.Cluster.WorkDir())
 	cpu := startCPUProbe(t)
 	throttledBefore := operatorThrottling(ctx, t)
+	rawTimes := readProcessTimesAt(t)
 	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, rawUpdate(transfer, "lat"))
+	rawTimes = append(rawTimes, readProcessTimesAt(t)...)
 	guardedLat := benchLatency(ctx, t, ips, "client."+rawZone, rawUpdate(updates, "client"))
 	lat := &v1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lat"},
@@ -158,6 +160,7 @@ func TestInClusterBench(t *testing.T) {
 	waitA(ctx, t, ips[0], "lat."+opZone, "192.0.2.250", "primary")
 	token := metricsReaderToken(ctx, t)
 	editsBefore := managerTimes(ctx, t, token)
+	opTimes := readProcessTimesAt(t)
 	opLat := benchLatency(ctx, t, ips, "lat."+opZone, func(i int, value string) {
 		// A patch, as kubectl apply sends: the operator's status writes
 		// keep moving the resourceVersion.
@@ -167,6 +170,7 @@ func TestInClusterBench(t *testing.T) {
 			t.Fatalf("DNSRecord edit %d: %v", i, err)
 		}
 	})
+	opTimes = append(opTimes, readProcessTimesAt(t)...)
 	diskSamples := disk.finish(t)
 	var cpuSamples []cpuSample
 	if cpu != nil {
@@ -191,6 +195,9 @@ func TestInClusterBench(t *testing.T) {
 			diskSummary(diskSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
 		benchRow{"the node's CPUs during the edits", fmt.Sprintf("the kernel's CPU pressure (%s, some: a runnable task waited for a CPU) every %s", cpuPressureFile, cpuProbeEvery),
 			cpuSummary(cpuSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
+		benchRow{"the node's CPU time during the raw changes", fmt.Sprintf("every process's time on a CPU and waiting for one (/proc/<pid>/task/*/schedstat), the top %d, in CPUs", cpuTimeTop),
+			cpuTimeSummary(rawTimes[0], rawTimes[1], cpuTimeTop), ""},
+		benchRow{"… during the DNSRecord edits", "", cpuTimeSummary(opTimes[0], opTimes[1], cpuTimeTop), ""},
 		benchRow{"the manager's CPU limit during the edits", "CFS periods (100 ms) in which the manager used up its quota and was stopped (its container's cpu.stat)", editsThrottled, ""},
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
