@@ -127,8 +127,12 @@ func cpuTimeSummary(before, after processTimes, top int) string {
 		wall.Round(time.Millisecond), cpus(total.run), cpus(total.wait), strings.Join(parts, ", "))
 }
 
-// cpuTimeTop is how many processes a summary names.
-const cpuTimeTop = 8
+const (
+	// cpuTimeTop is how many processes a summary names.
+	cpuTimeTop = 8
+	// restSpan is how long the node is read at rest.
+	restSpan = 3 * time.Second
+)
 
 // readProcessTimesAt is one reading, as a one-element slice to append to;
 // the bench stops on a /proc it cannot read.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -41,15 +42,19 @@ import (
 // by "VERB" or "VERB subresource".
 type apiCounts map[string]float64
 
-// apiServerRequests reads resource's counts from fams (apiServerMetrics).
+// apiServerRequests reads resource's counts from fams (apiServerMetrics);
+// resource "" reads every resource's, by "resource VERB [subresource]".
 func apiServerRequests(fams map[string]*dto.MetricFamily, resource string) apiCounts {
 	out := apiCounts{}
 	for _, m := range fams["apiserver_request_total"].GetMetric() {
 		l := metricLabels(m)
-		if l["resource"] != resource {
+		k := l["verb"]
+		switch {
+		case resource == "":
+			k = cmp.Or(l["resource"], "(no resource)") + " " + k
+		case l["resource"] != resource:
 			continue
 		}
-		k := l["verb"]
 		if sr := l["subresource"]; sr != "" {
 			k += " " + sr
 		}

@@ -147,6 +147,11 @@ func TestInClusterBench(t *testing.T) {
 	disk := startDiskProbe(t, env.Cluster.WorkDir())
 	cpu := startCPUProbe(t)
 	throttledBefore := operatorThrottling(ctx, t)
+	// The node at rest, for the readings during the edits to be read
+	// against: the cluster up, nothing polled or changed.
+	restTimes := readProcessTimesAt(t)
+	time.Sleep(restSpan)
+	restTimes = append(restTimes, readProcessTimesAt(t)...)
 	rawTimes := readProcessTimesAt(t)
 	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, rawUpdate(transfer, "lat"))
 	rawTimes = append(rawTimes, readProcessTimesAt(t)...)
@@ -161,6 +166,7 @@ func TestInClusterBench(t *testing.T) {
 	token := metricsReaderToken(ctx, t)
 	editsBefore := managerTimes(ctx, t, token)
 	opTimes := readProcessTimesAt(t)
+	opRequests := apiServerRequests(apiServerMetrics(ctx, t), "")
 	opLat := benchLatency(ctx, t, ips, "lat."+opZone, func(i int, value string) {
 		// A patch, as kubectl apply sends: the operator's status writes
 		// keep moving the resourceVersion.
@@ -171,6 +177,7 @@ func TestInClusterBench(t *testing.T) {
 		}
 	})
 	opTimes = append(opTimes, readProcessTimesAt(t)...)
+	opRequests = apiServerRequests(apiServerMetrics(ctx, t), "").minus(opRequests)
 	diskSamples := disk.finish(t)
 	var cpuSamples []cpuSample
 	if cpu != nil {
@@ -195,9 +202,12 @@ func TestInClusterBench(t *testing.T) {
 			diskSummary(diskSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
 		benchRow{"the node's CPUs during the edits", fmt.Sprintf("the kernel's CPU pressure (%s, some: a runnable task waited for a CPU) every %s", cpuPressureFile, cpuProbeEvery),
 			cpuSummary(cpuSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
-		benchRow{"the node's CPU time during the raw changes", fmt.Sprintf("every process's time on a CPU and waiting for one (/proc/<pid>/task/*/schedstat), the top %d, in CPUs", cpuTimeTop),
-			cpuTimeSummary(rawTimes[0], rawTimes[1], cpuTimeTop), ""},
+		benchRow{"the node's CPU time at rest", fmt.Sprintf("every process's time on a CPU and waiting for one (/proc/<pid>/task/*/schedstat), the top %d, in CPUs; the cluster up, nothing polled or changed", cpuTimeTop),
+			cpuTimeSummary(restTimes[0], restTimes[1], cpuTimeTop), ""},
+		benchRow{"… during the raw changes", "", cpuTimeSummary(rawTimes[0], rawTimes[1], cpuTimeTop), ""},
 		benchRow{"… during the DNSRecord edits", "", cpuTimeSummary(opTimes[0], opTimes[1], cpuTimeTop), ""},
+		benchRow{"the API server during the DNSRecord edits", "requests per edit, every client's (apiserver_request_total), the most frequent first",
+			opRequests.perObject(benchChanges), ""},
 		benchRow{"the manager's CPU limit during the edits", "CFS periods (100 ms) in which the manager used up its quota and was stopped (its container's cpu.stat)", editsThrottled, ""},
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
