@@ -167,6 +167,8 @@ func TestInClusterBench(t *testing.T) {
 	editsBefore := managerTimes(ctx, t, token)
 	opTimes := readProcessTimesAt(t)
 	opRequests := apiServerRequests(apiServerMetrics(ctx, t), "")
+	// The edits take 6–10 s: the profile covers most of them.
+	profiledEdits := profileAPIServer(ctx, t, "edits", 5*time.Second)
 	opLat := benchLatency(ctx, t, ips, "lat."+opZone, func(i int, value string) {
 		// A patch, as kubectl apply sends: the operator's status writes
 		// keep moving the resourceVersion.
@@ -178,6 +180,7 @@ func TestInClusterBench(t *testing.T) {
 	})
 	opTimes = append(opTimes, readProcessTimesAt(t)...)
 	opRequests = apiServerRequests(apiServerMetrics(ctx, t), "").minus(opRequests)
+	profiledEdits()
 	diskSamples := disk.finish(t)
 	var cpuSamples []cpuSample
 	if cpu != nil {
@@ -232,8 +235,10 @@ func TestInClusterBench(t *testing.T) {
 	rawBulk := benchRawBulk(ctx, t, ips, rawZone, transfer)
 	// The heap profile is taken 20 s into the creates, near the peak.
 	profiled := profileLeader(ctx, t, fmt.Sprintf("records-%d", benchRecords), 20*time.Second)
+	profiledAPIServer := profileAPIServer(ctx, t, fmt.Sprintf("records-%d", benchRecords), 20*time.Second)
 	opBulk := benchOperatorBulk(ctx, t, c, own, token, ns, ips, opZone, transfer)
 	profiled()
+	profiledAPIServer()
 	rate := func(d time.Duration) float64 { return benchRecords / d.Seconds() }
 	rows = append(rows,
 		benchRow{fmt.Sprintf("raw: %d signed UPDATEs of %d to the primary pod", benchRecords/benchBatch, benchBatch), fmt.Sprintf("%d records served by the primary", benchRecords),
