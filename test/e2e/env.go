@@ -68,6 +68,9 @@ type Options struct {
 	// KeepWorkDir keeps the cluster's work folder (component logs) after
 	// Stop.
 	KeepWorkDir bool
+	// APIServerProfiling serves the API server's /debug/pprof
+	// (localcluster.Options).
+	APIServerProfiling bool
 }
 
 // Env is a local cluster with the operator installed from an overlay.
@@ -106,7 +109,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	logf("images ready in %s; starting the local cluster", time.Since(began).Round(100*time.Millisecond))
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Logf: logf, KeepWorkDir: opts.KeepWorkDir})
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Logf: logf, KeepWorkDir: opts.KeepWorkDir, APIServerProfiling: opts.APIServerProfiling})
 	if err != nil {
 		return nil, err
 	}

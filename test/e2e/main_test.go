@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +46,9 @@ func run(m *testing.M) int {
 	defer cancel()
 	start := time.Now()
 	var err error
-	env, err = Start(ctx, Options{Overlay: OverlaySelfManaged, Logf: func(format string, args ...any) {
+	// The flags decide how the cluster starts (-apiserver-pprof).
+	flag.Parse()
+	env, err = Start(ctx, Options{Overlay: OverlaySelfManaged, APIServerProfiling: *apiServerPprof != "", Logf: func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
 	}})
 	if err != nil {

@@ -93,7 +93,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, watch ...*daemon) error {
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
 		"--allow-privileged=false",
-		"--profiling=false",
+		"--profiling="+strconv.FormatBool(c.opts.APIServerProfiling),
 		"--v=1")
 	if err != nil {
 		return err

@@ -74,6 +74,10 @@ type Options struct {
 	HostLock *HostLock
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
+	// APIServerProfiling serves the API server's /debug/pprof to its
+	// admin, for a benchmark to see where the API server's CPU goes. Off
+	// by default, as on a hardened control plane.
+	APIServerProfiling bool
 }
 
 // DefaultPauseImage is the sandbox image hack/build-images.sh builds.
