@@ -27,7 +27,7 @@ func profileAPIServer(ctx context.Context, t *testing.T, what string, d time.Dur
 		ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 		defer cancel()
 		raw, err := env.Cluster.Client().CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d+30*time.Second).DoRaw(ctx)
+			Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + 30*time.Second).DoRaw(ctx)
 		if err == nil {
 			err = os.MkdirAll(*apiServerPprof, 0o755)
 		}

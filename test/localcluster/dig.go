@@ -77,3 +77,53 @@ func ExchangeSignedFrom(src netip.Addr, network, server string, m *dns.Msg, tsig
 	}
 	return r, nil
 }
+
+// Querier sends many queries to one server over one UDP socket. A poller
+// that asks every few milliseconds would otherwise make and free a socket
+// per query, and on a small node the kernel's work for that (and the
+// reclaim of what it frees) takes a CPU share the system under test then
+// lacks.
+type Querier struct {
+	server string
+	client *dns.Client
+	conn   *dns.Conn
+}
+
+// DialQuerier opens a Querier to server (as Dig's: an address, optionally
+// with a port, inside loopback or 198.18.0.0/15).
+func DialQuerier(server string) (*Querier, error) {
+	host, port, err := net.SplitHostPort(server)
+	if err != nil {
+		host, port = server, "53"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return nil, fmt.Errorf("dig: server %q is not an IP address", server)
+	}
+	if !IsTestHost(ip) {
+		return nil, fmt.Errorf("dig: refusing to query %s: only loopback and %s are test hosts (docs/testing.md)", ip, testNet)
+	}
+	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
+	conn, err := c.Dial(net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, fmt.Errorf("dig @%s: %w", server, err)
+	}
+	return &Querier{server: server, client: c, conn: conn}, nil
+}
+
+// Query asks for name's qtype records without recursion. A reply that
+// comes after its query timed out is told from the next one's by its ID
+// and skipped.
+func (q *Querier) Query(name string, qtype uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	m.RecursionDesired = false
+	r, _, err := q.client.ExchangeWithConn(m, q.conn)
+	if err != nil {
+		return nil, fmt.Errorf("dig %s %s @%s: %w", m.Question[0].Name, dns.TypeToString[qtype], q.server, err)
+	}
+	return r, nil
+}
+
+// Close closes the socket.
+func (q *Querier) Close() error { return q.conn.Close() }
