@@ -21,6 +21,7 @@ import (
 // plane, every named, agent and manager, the kubelet and the bench itself.
 type processTime struct {
 	comm      string
+	start     string // when it started (/proc/<pid>/stat), to tell a reused pid
 	run, wait time.Duration
 }
 
@@ -47,7 +48,11 @@ func readProcessTimes() (processTimes, error) {
 		if err != nil {
 			continue
 		}
-		p := processTime{comm: strings.TrimSpace(string(comm))}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		p := processTime{comm: strings.TrimSpace(string(comm)), start: procStartTime(stat)}
 		tasks, err := os.ReadDir(filepath.Join("/proc", e.Name(), "task"))
 		if err != nil {
 			continue
@@ -92,7 +97,7 @@ func cpuTimeSummary(before, after processTimes, top int) string {
 	var total use
 	for pid, a := range after.procs {
 		b := before.procs[pid] // zero for a process started meanwhile
-		if b.comm != "" && b.comm != a.comm {
+		if b.start != a.start {
 			b = processTime{} // the pid was reused
 		}
 		// A thread that ended takes its times with it: never below zero.
@@ -143,4 +148,18 @@ func readProcessTimesAt(t *testing.T) []processTimes {
 		t.Fatalf("reading the node's process times: %v", err)
 	}
 	return []processTimes{r}
+}
+
+// procStartTime is field 22 of /proc/<pid>/stat, the process's start in
+// clock ticks since boot. The name (field 2) may hold spaces and
+// parentheses, so the fields are counted after its closing one. A kernel
+// worker renames itself after the work it does: only the start time
+// tells a reused pid.
+func procStartTime(stat []byte) string {
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // fields 3… are f[0]…: field 22 is f[19]
 }
