@@ -73,6 +73,10 @@ func (c *Cluster) startDaemon(name, bin string, args ...string) (*daemon, error)
 		close(d.done)
 	}()
 	pid := cmd.Process.Pid
+	if err := joinSystemSlice(pid); err != nil {
+		_ = cmd.Process.Kill()
+		return nil, errorf("start %s: %v", name, err)
+	}
 	if err := c.state.update(func(s *state) {
 		s.Processes = append(s.Processes, process{Name: name, PID: pid, Start: procStart(pid)})
 	}); err != nil {
@@ -193,3 +197,31 @@ func tail(path string, n int) string {
 }
 
 var errNotYet = errors.New("not yet")
+
+// systemSlice is the CPU cgroup of the node's daemons (etcd, the control
+// plane, containerd with its shims, the kubelet, kube-proxy), beside the
+// kubelet's kubepods under the node's cgroup root. That is how a node
+// whose Kubernetes runs as system services shares its CPUs: systemd puts
+// the services in system.slice (cpu.shares 1024) and the kubelet gives
+// kubepods the node's allocatable CPU (2048 on two CPUs). In the root
+// cgroup instead, each daemon thread would weigh as much as every pod
+// together, and under load the pods (named, the operator) would wait for
+// a CPU behind the API server's threads far longer than on a real node.
+const systemSlice = cgroupRoot + "/system.slice"
+
+// cpuHierarchy is the cgroup v1 cpu controller's mount.
+const cpuHierarchy = "/sys/fs/cgroup/cpu"
+
+// joinSystemSlice moves pid (with its threads; its children follow) into
+// systemSlice. Without a v1 cpu hierarchy it does nothing: the processes
+// stay where the caller runs.
+func joinSystemSlice(pid int) error {
+	if _, err := os.Stat(filepath.Join(cpuHierarchy, "cpu.shares")); err != nil {
+		return nil
+	}
+	dir := filepath.Join(cpuHierarchy, systemSlice)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+}
