@@ -3,6 +3,8 @@ package localcluster_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +119,15 @@ func TestRealNode(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	oldPIDs := localcluster.PodUIDPIDs(string(old.UID))
 	g.Expect(oldPIDs).NotTo(BeEmpty())
+	// The CPUs are shared as on a node whose Kubernetes runs as system
+	// services: the components in system.slice, the pods in kubepods,
+	// siblings under the node's cgroup root.
+	g.Expect(cpuCgroupComms("/bind-localcluster/system.slice")).To(ContainElements("etcd", "kube-apiserver", "containerd", "containerd-shim", "kubelet", "kube-proxy"))
+	for _, pid := range oldPIDs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(b)).To(MatchRegexp(`(?m)^\d+:[^:]*\bcpu\b[^:]*:/bind-localcluster/kubepods/`), "pid %d", pid)
+	}
 	g.Expect(cs.CoreV1().Pods(ns).Delete(ctx, "dns-0", metav1.DeleteOptions{})).To(Succeed())
 	g.Eventually(func() string {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "dns-0", metav1.GetOptions{})
@@ -135,6 +146,22 @@ func TestRealNode(t *testing.T) {
 	c.Stop()
 	stopped = true
 	g.Expect(before.Added(localcluster.TakeHostSnapshot(ctx))).To(BeEmpty(), "the host after Stop differs from before Start")
+}
+
+// cpuCgroupComms are the names of the processes in a cgroup of the v1 cpu
+// hierarchy.
+func cpuCgroupComms(cgroup string) []string {
+	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpu", cgroup, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var comms []string
+	for _, pid := range strings.Fields(string(b)) {
+		if comm, err := os.ReadFile(filepath.Join("/proc", pid, "comm")); err == nil {
+			comms = append(comms, strings.TrimSpace(string(comm)))
+		}
+	}
+	return comms
 }
 
 func statefulSet(labels map[string]string) *appsv1.StatefulSet {
