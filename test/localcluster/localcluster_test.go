@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +125,11 @@ func TestRealNode(t *testing.T) {
 	// services: the components in system.slice, the pods in kubepods,
 	// siblings under the node's cgroup root.
 	g.Expect(cpuCgroupComms("/bind-localcluster/system.slice")).To(ContainElements("etcd", "kube-apiserver", "containerd", "containerd-shim", "kubelet", "kube-proxy"))
+	// The node weighs against the tests beside it as system.slice and
+	// kubepods (1024 per CPU) together.
+	shares, err := os.ReadFile("/sys/fs/cgroup/cpu/bind-localcluster/cpu.shares")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.TrimSpace(string(shares))).To(Equal(strconv.Itoa(1024 * (1 + runtime.NumCPU()))))
 	for _, pid := range oldPIDs {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 		g.Expect(err).NotTo(HaveOccurred())

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -198,29 +199,53 @@ func tail(path string, n int) string {
 
 var errNotYet = errors.New("not yet")
 
-// systemSlice is the CPU cgroup of the node's daemons (etcd, the control
-// plane, containerd with its shims, the kubelet, kube-proxy), beside the
-// kubelet's kubepods under the node's cgroup root. That is how a node
-// whose Kubernetes runs as system services shares its CPUs: systemd puts
-// the services in system.slice (cpu.shares 1024) and the kubelet gives
-// kubepods the node's allocatable CPU (2048 on two CPUs). In the root
-// cgroup instead, each daemon thread would weigh as much as every pod
+// systemSlice is the CPU cgroup of the node's components (etcd, the
+// control plane, containerd with its shims, the kubelet, kube-proxy),
+// beside the kubelet's kubepods under the node's cgroup root. That is how
+// a node whose Kubernetes runs as system services shares its CPUs: systemd
+// puts the services in system.slice (cpu.shares 1024) and the kubelet
+// gives kubepods the node's allocatable CPU (1024 per CPU). In the root
+// cgroup instead, each component thread would weigh as much as every pod
 // together, and under load the pods (named, the operator) would wait for
 // a CPU behind the API server's threads far longer than on a real node.
 const systemSlice = cgroupRoot + "/system.slice"
 
-// cpuHierarchy is the cgroup v1 cpu controller's mount.
-const cpuHierarchy = "/sys/fs/cgroup/cpu"
+// nodeShares weighs the node's cgroup root against what runs outside it
+// (the harness and the tests, in the root cgroup) as system.slice and
+// kubepods together weigh against user.slice on a real node: a test's
+// thread, like a user's session, gets a share of the CPUs, not priority
+// over the whole node.
+func nodeShares() int { return 1024 * (1 + runtime.NumCPU()) }
 
-// joinSystemSlice moves pid (with its threads; its children follow) into
-// systemSlice. Without a v1 cpu hierarchy it does nothing: the processes
-// stay where the caller runs.
+// cpuHierarchy is the mount of the v1 cpu controller, alone or with
+// cpuacct; "" without one.
+func cpuHierarchy() string {
+	hierarchies, _ := cgroupHierarchies()
+	for _, h := range hierarchies {
+		if !slices.Contains(strings.Split(filepath.Base(h), ","), "cpu") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(h, "cpu.shares")); err == nil {
+			return h
+		}
+	}
+	return ""
+}
+
+// joinSystemSlice moves pid and its threads into systemSlice (children it
+// forks afterwards are born there; the components fork nothing before
+// this runs) and gives the node's cgroup root its weight. Without a v1 cpu
+// hierarchy it does nothing: the processes stay where the harness runs.
 func joinSystemSlice(pid int) error {
-	if _, err := os.Stat(filepath.Join(cpuHierarchy, "cpu.shares")); err != nil {
+	h := cpuHierarchy()
+	if h == "" {
 		return nil
 	}
-	dir := filepath.Join(cpuHierarchy, systemSlice)
+	dir := filepath.Join(h, systemSlice)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(h, cgroupRoot, "cpu.shares"), []byte(strconv.Itoa(nodeShares())), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)

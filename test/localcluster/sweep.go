@@ -20,7 +20,8 @@ var knownNftTables = []string{"inet " + nftGuardTable, "ip kube-proxy", "ip6 kub
 
 // sweep undoes what the journal s says a cluster did to the host, in the
 // order that works: processes (journaled ones, containerd's shims, anything
-// left in the pods' cgroups), mounts, the bridge, nftables tables, cgroups,
+// left in the cluster's cgroups: the pods' and the components'
+// system.slice), mounts, the bridge, nftables tables, cgroups,
 // sysctls, then files. It is safe to run twice and after a crash. It
 // returns what it could not undo.
 func sweep(ctx context.Context, s *state) []string {
@@ -115,7 +116,8 @@ func cgroupDirs() []string {
 }
 
 // killCgroupProcesses kills every process in the cluster's cgroups (the
-// containers), a few rounds in case one was forking.
+// containers, and any component the journal missed), a few rounds in case
+// one was forking.
 func killCgroupProcesses() {
 	for round := 0; round < 10; round++ {
 		found := false
