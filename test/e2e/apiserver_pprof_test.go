@@ -38,6 +38,9 @@ func profileAPIServer(ctx context.Context, t *testing.T, what string, d time.Dur
 			t.Logf("API server pprof %s: %v", what, err)
 		}
 	}()
+	// A test that fails first still waits for it, so that it never logs
+	// after the test ended.
+	t.Cleanup(func() { <-done })
 	t.Logf("profiling the API server for %s into %s", d, *apiServerPprof)
 	return func() { <-done }
 }

@@ -20,10 +20,14 @@ import (
 // give each process's share of the node over that phase: the control
 // plane, every named, agent and manager, the kubelet and the bench itself.
 type processTime struct {
-	comm      string
-	start     string // when it started (/proc/<pid>/stat), to tell a reused pid
-	run, wait time.Duration
+	comm    string
+	start   string // when it started (/proc/<pid>/stat), to tell a reused pid
+	threads map[string]threadTime
 }
+
+// threadTime is one thread's schedstat: time on a CPU, time runnable on a
+// run queue.
+type threadTime struct{ run, wait time.Duration }
 
 // processTimes holds a reading, by pid.
 type processTimes struct {
@@ -52,7 +56,7 @@ func readProcessTimes() (processTimes, error) {
 		if err != nil {
 			continue
 		}
-		p := processTime{comm: strings.TrimSpace(string(comm)), start: procStartTime(stat)}
+		p := processTime{comm: strings.TrimSpace(string(comm)), start: procStartTime(stat), threads: map[string]threadTime{}}
 		tasks, err := os.ReadDir(filepath.Join("/proc", e.Name(), "task"))
 		if err != nil {
 			continue
@@ -71,8 +75,7 @@ func readProcessTimes() (processTimes, error) {
 			if err1 != nil || err2 != nil {
 				continue
 			}
-			p.run += time.Duration(run)
-			p.wait += time.Duration(wait)
+			p.threads[task.Name()] = threadTime{run: time.Duration(run), wait: time.Duration(wait)}
 		}
 		out.procs[pid] = p
 	}
@@ -100,8 +103,15 @@ func cpuTimeSummary(before, after processTimes, top int) string {
 		if b.start != a.start {
 			b = processTime{} // the pid was reused
 		}
-		// A thread that ended takes its times with it: never below zero.
-		run, wait := max(a.run-b.run, 0), max(a.wait-b.wait, 0)
+		// Thread by thread: one started meanwhile counts from zero, and
+		// one that ended took its times with it (so a summary is a
+		// little short for processes whose threads come and go).
+		var run, wait time.Duration
+		for tid, at := range a.threads {
+			bt := b.threads[tid]
+			run += max(at.run-bt.run, 0)
+			wait += max(at.wait-bt.wait, 0)
+		}
 		name := a.comm
 		if pid == self {
 			name = "the bench (" + a.comm + ")"

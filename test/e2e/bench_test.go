@@ -142,6 +142,11 @@ func TestInClusterBench(t *testing.T) {
 			}
 		}
 	}
+	// The node at rest, for the readings during the edits to be read
+	// against: the cluster up, nothing probed, polled or changed.
+	restTimes := readProcessTimesAt(t)
+	time.Sleep(restSpan)
+	restTimes = append(restTimes, readProcessTimesAt(t)...)
 	// On request (-bench-disk-probe), the disk under the cluster's volumes
 	// and etcd is timed while the edits are: a stalled fsync delays every
 	// path alike.
@@ -151,11 +156,6 @@ func TestInClusterBench(t *testing.T) {
 	}
 	cpu := startCPUProbe(t)
 	throttledBefore := operatorThrottling(ctx, t)
-	// The node at rest, for the readings during the edits to be read
-	// against: the cluster up, nothing polled or changed.
-	restTimes := readProcessTimesAt(t)
-	time.Sleep(restSpan)
-	restTimes = append(restTimes, readProcessTimesAt(t)...)
 	rawTimes := readProcessTimesAt(t)
 	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, rawUpdate(transfer, "lat"))
 	rawTimes = append(rawTimes, readProcessTimesAt(t)...)
@@ -212,7 +212,7 @@ func TestInClusterBench(t *testing.T) {
 			diskSummary(diskSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
 		benchRow{"the node's CPUs during the edits", fmt.Sprintf("the kernel's CPU pressure (%s, some: a runnable task waited for a CPU) every %s", cpuPressureFile, cpuProbeEvery),
 			cpuSummary(cpuSamples, []string{"raw", "update key", "DNSRecord"}, []changeLatencies{rawLat, guardedLat, opLat}), ""},
-		benchRow{"the node's CPU time at rest", fmt.Sprintf("every process's time on a CPU and waiting for one (/proc/<pid>/task/*/schedstat), the top %d, in CPUs; the cluster up, nothing polled or changed", cpuTimeTop),
+		benchRow{"the node's CPU time at rest", fmt.Sprintf("every process's time on a CPU and waiting for one (/proc/<pid>/task/*/schedstat), the top %d, in CPUs; the cluster up, nothing probed, polled or changed", cpuTimeTop),
 			cpuTimeSummary(restTimes[0], restTimes[1], cpuTimeTop), ""},
 		benchRow{"… during the raw changes", "", cpuTimeSummary(rawTimes[0], rawTimes[1], cpuTimeTop), ""},
 		benchRow{"… during the DNSRecord edits", "", cpuTimeSummary(opTimes[0], opTimes[1], cpuTimeTop), ""},
