@@ -28,10 +28,34 @@ func DigTCP(server, name string, qtype uint16) (*dns.Msg, error) {
 }
 
 func dig(network, server, name string, qtype uint16) (*dns.Msg, error) {
+	return Exchange(network, server, question(name, qtype))
+}
+
+// question asks for name's qtype records without recursion, as dig
+// +norecurse does.
+func question(name string, qtype uint16) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
 	m.RecursionDesired = false
-	return Exchange(network, server, m)
+	return m
+}
+
+// testHostAddr is server (an address, optionally with a port, default 53)
+// as host:port, or an error when it is not an IP address inside loopback
+// or 198.18.0.0/15.
+func testHostAddr(server string) (string, error) {
+	host, port, err := net.SplitHostPort(server)
+	if err != nil {
+		host, port = server, "53"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return "", fmt.Errorf("dig: server %q is not an IP address", server)
+	}
+	if !IsTestHost(ip) {
+		return "", fmt.Errorf("dig: refusing to query %s: only loopback and %s are test hosts (docs/testing.md)", ip, testNet)
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // Exchange sends m to server over network ("udp" or "tcp") with a 2 s
@@ -51,16 +75,9 @@ func ExchangeFrom(src netip.Addr, network, server string, m *dns.Msg) (*dns.Msg,
 // (m.SetTsig): tsig maps the key's name to its base64 secret, and the
 // reply's signature is verified.
 func ExchangeSignedFrom(src netip.Addr, network, server string, m *dns.Msg, tsig map[string]string) (*dns.Msg, error) {
-	host, port, err := net.SplitHostPort(server)
+	addr, err := testHostAddr(server)
 	if err != nil {
-		host, port = server, "53"
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return nil, fmt.Errorf("dig: server %q is not an IP address", server)
-	}
-	if !IsTestHost(ip) {
-		return nil, fmt.Errorf("dig: refusing to query %s: only loopback and %s are test hosts (docs/testing.md)", ip, testNet)
+		return nil, err
 	}
 	c := &dns.Client{Net: network, Timeout: 2 * time.Second, TsigSecret: tsig}
 	if src.IsValid() {
@@ -71,7 +88,7 @@ func ExchangeSignedFrom(src netip.Addr, network, server string, m *dns.Msg, tsig
 			c.Dialer.LocalAddr = &net.UDPAddr{IP: src.AsSlice()}
 		}
 	}
-	r, _, err := c.Exchange(m, net.JoinHostPort(host, port))
+	r, _, err := c.Exchange(m, addr)
 	if err != nil {
 		return nil, fmt.Errorf("dig %s %s @%s over %s: %w", m.Question[0].Name, dns.TypeToString[m.Question[0].Qtype], server, network, err)
 	}
@@ -92,19 +109,12 @@ type Querier struct {
 // DialQuerier opens a Querier to server (as Dig's: an address, optionally
 // with a port, inside loopback or 198.18.0.0/15).
 func DialQuerier(server string) (*Querier, error) {
-	host, port, err := net.SplitHostPort(server)
+	addr, err := testHostAddr(server)
 	if err != nil {
-		host, port = server, "53"
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return nil, fmt.Errorf("dig: server %q is not an IP address", server)
-	}
-	if !IsTestHost(ip) {
-		return nil, fmt.Errorf("dig: refusing to query %s: only loopback and %s are test hosts (docs/testing.md)", ip, testNet)
+		return nil, err
 	}
 	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
-	conn, err := c.Dial(net.JoinHostPort(host, port))
+	conn, err := c.Dial(addr)
 	if err != nil {
 		return nil, fmt.Errorf("dig @%s: %w", server, err)
 	}
@@ -115,9 +125,7 @@ func DialQuerier(server string) (*Querier, error) {
 // comes after its query timed out is told from the next one's by its ID
 // and skipped.
 func (q *Querier) Query(name string, qtype uint16) (*dns.Msg, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), qtype)
-	m.RecursionDesired = false
+	m := question(name, qtype)
 	r, _, err := q.client.ExchangeWithConn(m, q.conn)
 	if err != nil {
 		return nil, fmt.Errorf("dig %s %s @%s: %w", m.Question[0].Name, dns.TypeToString[qtype], q.server, err)
