@@ -60,15 +60,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			lock.Unlock()
 		}
 	}
-	if prev, err := loadState(); err != nil {
+	if err := lock.SweepLeftovers(ctx, opts.logf); err != nil {
 		release()
 		return nil, err
-	} else if prev != nil {
-		opts.logf("localcluster: removing what a previous run left (work folder %q)", prev.WorkDir)
-		if problems := sweep(ctx, prev); len(problems) > 0 {
-			release()
-			return nil, errorf("could not clean up after a previous run: %s", strings.Join(problems, "; "))
-		}
 	}
 	if err := opts.defaults(); err != nil {
 		release()
@@ -228,3 +222,24 @@ func LockHost(ctx context.Context, wait time.Duration) (*HostLock, error) {
 
 // Unlock releases the lock.
 func (l *HostLock) Unlock() { l.f.Close() }
+
+// SweepLeftovers removes what a run that never reached Stop (killed, or
+// interrupted in a shell) left on the host, as its journal names it, and
+// does nothing on a clean host. Start does this itself. A test that
+// compares host snapshots calls it, holding the lock, before it takes the
+// snapshot its own cluster must restore: otherwise a machine that an
+// earlier run left dirty gives a snapshot of the leftovers, and Stop's
+// sweep shows up as a change.
+func (l *HostLock) SweepLeftovers(ctx context.Context, logf func(format string, args ...any)) error {
+	prev, err := loadState()
+	if err != nil || prev == nil {
+		return err
+	}
+	if logf != nil {
+		logf("localcluster: removing what a previous run left (work folder %q)", prev.WorkDir)
+	}
+	if problems := sweep(ctx, prev); len(problems) > 0 {
+		return errorf("could not clean up after a previous run: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}

@@ -67,6 +67,7 @@ func TestStartSweepsAfterCrash(t *testing.T) {
 	// the lock itself once this test lets it go.
 	lock, err := localcluster.LockHost(ctx, 10*time.Minute)
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(lock.SweepLeftovers(ctx, t.Logf)).To(Succeed())
 	before := localcluster.TakeHostSnapshot(ctx)
 	lock.Unlock()
 

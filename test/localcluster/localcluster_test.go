@@ -51,6 +51,7 @@ func TestRealNode(t *testing.T) {
 	lock, err := localcluster.LockHost(ctx, 10*time.Minute)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer lock.Unlock()
+	g.Expect(lock.SweepLeftovers(ctx, t.Logf)).To(Succeed())
 	before := localcluster.TakeHostSnapshot(ctx)
 
 	c, err := localcluster.Start(ctx, localcluster.Options{Logf: t.Logf, HostLock: lock})
