@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -74,14 +75,41 @@ func TestDeletedRecordsTombstones(t *testing.T) {
 	d.rewrite(written, t0.Add(2*time.Hour))
 	g.Expect(d.of(key)[1].rec.Status.AppliedValues).To(Equal([]string{"192.0.2.9"}), "what the reconcile wrote replaces what the delete event saw")
 	g.Expect(d.of(key)[1].at).To(Equal(t0.Add(time.Hour)))
+	g.Expect(d.ofZone(types.NamespacedName{Namespace: "dns", Name: "example"})).To(ConsistOf(first, written), "the zone's tombstones hold the rewritten state")
 
 	d.finish(ctx, first)
 	g.Expect(uids()).To(Equal([]types.UID{"uid-3"}), "finishing one tombstone keeps the other")
 	d.finish(ctx, written)
 	g.Expect(d.of(key)).To(BeEmpty())
+	g.Expect(d.ofZone(types.NamespacedName{Namespace: "dns", Name: "example"})).To(BeEmpty())
+	g.Expect(d.byZone).To(HaveLen(1), "a zone whose tombstones are all finished leaves no entry")
 	for name, ch := range map[string]<-chan event.GenericEvent{"rivals": rivals, "owners": owners} {
 		g.Expect((<-ch).Object.GetUID()).To(Equal(types.UID("uid-1")), name)
 		g.Expect((<-ch).Object.GetUID()).To(Equal(types.UID("uid-3")), name)
+	}
+}
+
+// BenchmarkDeletedRecordsOfZone reads one zone's 100 pending tombstones
+// while 0 or 9,900 more are pending in 99 other zones, as during a mass
+// delete: the owners controller asks on every push, and the cost must not
+// grow with the other zones'.
+func BenchmarkDeletedRecordsOfZone(b *testing.B) {
+	for _, others := range []int{0, 99} {
+		b.Run(fmt.Sprintf("other-zones=%d", others), func(b *testing.B) {
+			d := NewDeletedRecords()
+			for z := 0; z <= others; z++ {
+				for i := range 100 {
+					d.put(tombstoneRecord("dns", fmt.Sprintf("r%d-%d", z, i), fmt.Sprintf("uid-%d-%d", z, i), fmt.Sprintf("zone%d", z)), time.Unix(0, 0))
+				}
+			}
+			zone := types.NamespacedName{Namespace: "dns", Name: "zone0"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(d.ofZone(zone)) != 100 {
+					b.Fatal("wrong tombstones")
+				}
+			}
+		})
 	}
 }
 
