@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/miekg/dns"
 	"golang.org/x/sync/errgroup"
@@ -16,6 +17,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent/validate"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/internal/idlecache"
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
@@ -27,13 +29,24 @@ const sweepParallel = 256
 // this operator first asked: read once per agent (one call, not one per
 // zone, so a catalog of 10,000 zones without DNSRecords costs nothing
 // more), it tells which zones need a sweep on their first push.
+//
+// An agent is a pod's address, and every roll gives the primary a new
+// one: answers nobody asked for in agentClientIdle are dropped, as the
+// agents' clients are, so the cache holds the live primaries, not every
+// primary the operator ever pushed to. The zero value is ready to use.
 type storedOwners struct {
 	mu      sync.Mutex
-	byAgent map[string]storedZones
-	// asking serialises the question per agent (agentKey → *sync.Mutex):
-	// the zones of one cluster ask once, and an agent that does not
-	// answer holds up only its own cluster's pushes.
-	asking sync.Map
+	byAgent *idlecache.Cache[*storedAnswer]
+	now     func() time.Time // the clock of byAgent; nil is time.Now
+}
+
+// storedAnswer is the cache entry of one agent. Its mutex serialises the
+// question: the zones of one cluster ask once, and an agent that does not
+// answer holds up only its own cluster's pushes.
+type storedAnswer struct {
+	mu    sync.Mutex
+	zones storedZones
+	known bool // zones holds an answer; false after a failed question
 }
 
 // storedZones is one agent's answer; legacy marks an agent of an earlier
@@ -46,18 +59,31 @@ type storedZones struct {
 
 func (s storedZones) has(ref agent.ZoneRef) bool { return s.refs[ref] }
 
-// zones returns the zones agentKey's agent stores owners for, asking it
-// the first time.
-func (s *storedOwners) zones(ctx context.Context, ac *agent.Client, agentKey string) (storedZones, error) {
-	l, _ := s.asking.LoadOrStore(agentKey, &sync.Mutex{})
-	l.(*sync.Mutex).Lock()
-	defer l.(*sync.Mutex).Unlock()
+// answer returns agentKey's entry, made empty the first time.
+func (s *storedOwners) answer(agentKey string) *storedAnswer {
 	s.mu.Lock()
-	z, ok := s.byAgent[agentKey]
-	s.mu.Unlock()
-	if ok {
-		return z, nil
+	defer s.mu.Unlock()
+	if s.byAgent == nil {
+		s.byAgent = idlecache.New(agentClientIdle, func(*storedAnswer) {}, s.now)
 	}
+	a, ok := s.byAgent.Get(agentKey)
+	if !ok {
+		a = &storedAnswer{}
+		s.byAgent.Put(agentKey, a)
+	}
+	return a
+}
+
+// zones returns the zones agentKey's agent stores owners for, asking it
+// the first time, and again after a question that failed.
+func (s *storedOwners) zones(ctx context.Context, ac *agent.Client, agentKey string) (storedZones, error) {
+	a := s.answer(agentKey)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.known {
+		return a.zones, nil
+	}
+	var z storedZones
 	refs, err := ac.StoredOwnersList(ctx, validate.Replies)
 	switch {
 	case agent.IsNotFound(err):
@@ -71,12 +97,7 @@ func (s *storedOwners) zones(ctx context.Context, ac *agent.Client, agentKey str
 			z.refs[r] = true
 		}
 	}
-	s.mu.Lock()
-	if s.byAgent == nil {
-		s.byAgent = map[string]storedZones{}
-	}
-	s.byAgent[agentKey] = z
-	s.mu.Unlock()
+	a.zones, a.known = z, true
 	return z, nil
 }
 

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -70,10 +71,49 @@ func TestStoredOwnersAskEachAgentOnce(t *testing.T) {
 	g.Expect(asked.Load()).To(Equal(int32(2)), "one question per agent")
 
 	// An agent that cannot answer is asked again next time.
-	failing := agentAt(t, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "busy", http.StatusServiceUnavailable) })
-	_, err := s.zones(ctx, failing, "ns/busy|198.18.0.12:8443")
-	g.Expect(err).To(HaveOccurred())
-	g.Expect(s.byAgent).NotTo(HaveKey("ns/busy|198.18.0.12:8443"))
+	var busy atomic.Int32
+	failing := agentAt(t, func(w http.ResponseWriter, _ *http.Request) {
+		busy.Add(1)
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	})
+	for range 2 {
+		_, err := s.zones(ctx, failing, "ns/busy|198.18.0.12:8443")
+		g.Expect(err).To(HaveOccurred())
+	}
+	g.Expect(busy.Load()).To(Equal(int32(2)), "a failed question is not an answer")
+}
+
+// TestStoredOwnersForgetPastPrimaries: every roll gives the primary a new
+// address, and the answers of addresses nobody asked for in
+// agentClientIdle go, so the cache holds the live primaries only; a live
+// one is not asked again.
+func TestStoredOwnersForgetPastPrimaries(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var asked atomic.Int32
+	ac := agentAt(t, func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		_, _ = w.Write([]byte(`{"zones":[{"zone":"a.test"}]}`))
+	})
+	now := time.Unix(1000, 0)
+	s := storedOwners{now: func() time.Time { return now }}
+	for roll := range 100 {
+		now = now.Add(time.Hour) // one roll an hour: each address is idle by the next
+		_, err := s.zones(ctx, ac, fmt.Sprintf("ns/dns|198.18.1.%d:8443", roll))
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = s.zones(ctx, ac, "ns/live|198.18.0.10:8443")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(s.byAgent.Len()).To(BeNumerically("<=", 3), "the last primary, the live one, at most one more not swept yet")
+	g.Expect(asked.Load()).To(Equal(int32(100+100)), "the live agent idles an hour between questions here, so it is asked each time")
+
+	asked.Store(0)
+	for range 60 {
+		now = now.Add(time.Minute)
+		_, err := s.zones(ctx, ac, "ns/live|198.18.0.11:8443")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(asked.Load()).To(Equal(int32(1)), "an agent asked every minute for an hour is asked once")
 }
 
 // TestOwnersForAnEarlierAgentCarryNoValues: an agent of an earlier release
