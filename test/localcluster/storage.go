@@ -11,7 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // StorageClassName is the cluster's default StorageClass. Its volumes are
@@ -43,35 +46,72 @@ func (c *Cluster) startProvisioner(ctx context.Context) error {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		// A poll loop keeps this small; claims are rare in tests.
-		_ = wait.PollUntilContextCancel(c.bgCtx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			c.provisionOnce(ctx)
-			return false, nil
-		})
+		c.runProvisioner(c.bgCtx)
 	}()
 	return nil
 }
 
-func (c *Cluster) provisionOnce(ctx context.Context) {
-	claims, err := c.client.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
-	if err != nil {
+// provisionerResync is how often the provisioner looks at every claim and
+// volume again without an event: it retries what failed.
+const provisionerResync = 10 * time.Second
+
+// runProvisioner acts on claims and volumes as the API server reports
+// their changes, from informers, as a real external provisioner does. It
+// used to list both every half second, load that the benchmarks measured
+// as part of the cluster under test.
+func (c *Cluster) runProvisioner(ctx context.Context) {
+	factory := informers.NewSharedInformerFactory(c.client, provisionerResync)
+	claims := factory.Core().V1().PersistentVolumeClaims()
+	vols := factory.Core().V1().PersistentVolumes()
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a pass is already due; it reads the cache as it is then
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() },
+	}
+	if _, err := claims.Informer().AddEventHandler(handler); err != nil {
+		c.opts.Logf("localcluster: provisioner: %v", err)
 		return
 	}
-	for i := range claims.Items {
-		pvc := &claims.Items[i]
+	if _, err := vols.Informer().AddEventHandler(handler); err != nil {
+		c.opts.Logf("localcluster: provisioner: %v", err)
+		return
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+			c.provisionOnce(ctx, claims.Lister(), vols.Lister())
+		}
+	}
+}
+
+// provisionOnce gives each pending claim of the class its volume and
+// deletes the class's released volumes, from the informers' caches.
+func (c *Cluster) provisionOnce(ctx context.Context, claims corev1listers.PersistentVolumeClaimLister, vols corev1listers.PersistentVolumeLister) {
+	pending, _ := claims.List(labels.Everything())
+	for _, pvc := range pending {
 		if pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeName != "" || pvc.DeletionTimestamp != nil {
 			continue
 		}
 		if sc := pvc.Spec.StorageClassName; sc == nil || *sc != StorageClassName {
 			continue
 		}
+		if _, err := vols.Get(volumeName(pvc)); err == nil {
+			continue // made already; the PV controller binds it
+		}
 		c.provision(ctx, pvc)
 	}
-	vols, err := c.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return
-	}
-	for _, pv := range vols.Items {
+	all, _ := vols.List(labels.Everything())
+	for _, pv := range all {
 		if pv.Spec.StorageClassName != StorageClassName || pv.Status.Phase != corev1.VolumeReleased {
 			continue
 		}
@@ -81,8 +121,11 @@ func (c *Cluster) provisionOnce(ctx context.Context) {
 	}
 }
 
+// volumeName is the PersistentVolume made for pvc.
+func volumeName(pvc *corev1.PersistentVolumeClaim) string { return "pvc-" + string(pvc.UID) }
+
 func (c *Cluster) provision(ctx context.Context, pvc *corev1.PersistentVolumeClaim) {
-	name := "pvc-" + string(pvc.UID)
+	name := volumeName(pvc)
 	dir := c.opts.path("volumes", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.opts.Logf("localcluster: provision %s/%s: %v", pvc.Namespace, pvc.Name, err)
