@@ -25,15 +25,18 @@ import (
 // packs them into few UPDATEs, and each Submit waits for its batch.
 const sweepParallel = 256
 
-// storedOwners caches, per agent, which zones it kept owners for when
-// this operator first asked: read once per agent (one call, not one per
-// zone, so a catalog of 10,000 zones without DNSRecords costs nothing
-// more), it tells which zones need a sweep on their first push.
+// storedOwners caches, per agent, which zones it keeps owners for: asked
+// once per agent (one call, not one per zone, so a catalog of 10,000
+// zones without DNSRecords costs nothing more), it tells which zones need
+// a sweep on their first push.
 //
 // An agent is a pod's address, and every roll gives the primary a new
 // one: answers nobody asked for in agentClientIdle are dropped, as the
 // agents' clients are, so the cache holds the live primaries, not every
-// primary the operator ever pushed to. The zero value is ready to use.
+// primary the operator ever pushed to. An agent idle that long is asked
+// again; its answer then includes the owners this operator pushed, which
+// changes nothing, since only a zone's first push to an agent sweeps
+// (zoneOwners.sent). The zero value is ready to use.
 type storedOwners struct {
 	mu      sync.Mutex
 	byAgent *idlecache.Cache[*storedAnswer]
