@@ -220,17 +220,30 @@ func LockHost(ctx context.Context, wait time.Duration) (*HostLock, error) {
 	}
 }
 
-// Unlock releases the lock.
-func (l *HostLock) Unlock() { l.f.Close() }
+// Unlock releases the lock. It is idempotent.
+func (l *HostLock) Unlock() {
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
 
 // SweepLeftovers removes what a run that never reached Stop (killed, or
 // interrupted in a shell) left on the host, as its journal names it, and
 // does nothing on a clean host. Start does this itself. A test that
 // compares host snapshots calls it, holding the lock, before it takes the
-// snapshot its own cluster must restore: otherwise a machine that an
-// earlier run left dirty gives a snapshot of the leftovers, and Stop's
-// sweep shows up as a change.
+// snapshot its own cluster must restore. On a machine an earlier run left
+// dirty, that snapshot would otherwise hold the leftovers: Start's sweep
+// of them then shows as a change (sysctls back to their values from
+// before the earlier run), and a leftover the test expects a crash to add
+// is there already.
+//
+// It refuses to run without the lock held: a sweep while another
+// process's cluster runs would kill that cluster.
 func (l *HostLock) SweepLeftovers(ctx context.Context, logf func(format string, args ...any)) error {
+	if l == nil || l.f == nil {
+		return errorf("SweepLeftovers needs the host lock held")
+	}
 	prev, err := loadState()
 	if err != nil || prev == nil {
 		return err

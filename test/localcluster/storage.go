@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	corev1informers "k8s.io/client-go/informers/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -56,13 +57,11 @@ func (c *Cluster) startProvisioner(ctx context.Context) error {
 const provisionerResync = 10 * time.Second
 
 // runProvisioner acts on claims and volumes as the API server reports
-// their changes, from informers, as a real external provisioner does. It
-// used to list both every half second, load that the benchmarks measured
-// as part of the cluster under test.
+// their changes, from informers, as a real external provisioner does: no
+// polling load on the API server the benchmarks measure.
 func (c *Cluster) runProvisioner(ctx context.Context) {
-	factory := informers.NewSharedInformerFactory(c.client, provisionerResync)
-	claims := factory.Core().V1().PersistentVolumeClaims()
-	vols := factory.Core().V1().PersistentVolumes()
+	claims := corev1informers.NewPersistentVolumeClaimInformer(c.client, metav1.NamespaceAll, provisionerResync, nil)
+	vols := corev1informers.NewPersistentVolumeInformer(c.client, provisionerResync, nil)
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -74,22 +73,35 @@ func (c *Cluster) runProvisioner(ctx context.Context) {
 		AddFunc:    func(any) { poke() },
 		UpdateFunc: func(any, any) { poke() },
 	}
-	if _, err := claims.Informer().AddEventHandler(handler); err != nil {
-		c.opts.Logf("localcluster: provisioner: %v", err)
+	informers := []cache.SharedIndexInformer{claims, vols}
+	for _, inf := range informers {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			c.opts.Logf("localcluster: provisioner: %v", err)
+			return
+		}
+	}
+	var running sync.WaitGroup
+	defer running.Wait() // the informers stop with ctx
+	for _, inf := range informers {
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			inf.Run(ctx.Done())
+		}()
+	}
+	// A pass before both caches are full would miss a claim's volume and
+	// make it again.
+	if !cache.WaitForCacheSync(ctx.Done(), claims.HasSynced, vols.HasSynced) {
 		return
 	}
-	if _, err := vols.Informer().AddEventHandler(handler); err != nil {
-		c.opts.Logf("localcluster: provisioner: %v", err)
-		return
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	claimLister := corev1listers.NewPersistentVolumeClaimLister(claims.GetIndexer())
+	volLister := corev1listers.NewPersistentVolumeLister(vols.GetIndexer())
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
-			c.provisionOnce(ctx, claims.Lister(), vols.Lister())
+			c.provisionOnce(ctx, claimLister, volLister)
 		}
 	}
 }
@@ -112,7 +124,7 @@ func (c *Cluster) provisionOnce(ctx context.Context, claims corev1listers.Persis
 	}
 	all, _ := vols.List(labels.Everything())
 	for _, pv := range all {
-		if pv.Spec.StorageClassName != StorageClassName || pv.Status.Phase != corev1.VolumeReleased {
+		if pv.Spec.StorageClassName != StorageClassName || pv.Status.Phase != corev1.VolumeReleased || pv.DeletionTimestamp != nil {
 			continue
 		}
 		if err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err == nil && pv.Spec.Local != nil {
