@@ -38,6 +38,22 @@ func agentAt(t *testing.T, h http.HandlerFunc) *agent.Client {
 	return c
 }
 
+// listingAgent is an agent that answers the owners list with zones (the
+// reply's JSON) and counts the questions in asked; a non-nil hold keeps
+// each answer back until it is closed.
+func listingAgent(t *testing.T, asked *atomic.Int32, zones string, hold <-chan struct{}) *agent.Client {
+	return agentAt(t, func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if r.URL.Path != agent.PathOwnersList {
+			t.Errorf("asked %s, want %s", r.URL.Path, agent.PathOwnersList)
+		}
+		if hold != nil {
+			<-hold
+		}
+		_, _ = w.Write([]byte(`{"zones":` + zones + `}`))
+	})
+}
+
 // TestStoredOwnersAskEachAgentOnce: which zones an agent stores owners
 // for is asked once per agent, and an agent of an earlier release (404:
 // it does not know the path) is marked legacy, so it gets no sweep and no
@@ -46,11 +62,7 @@ func TestStoredOwnersAskEachAgentOnce(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	var asked atomic.Int32
-	current := agentAt(t, func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		g.Expect(r.URL.Path).To(Equal(agent.PathOwnersList))
-		_, _ = w.Write([]byte(`{"zones":[{"zone":"a.test"},{"view":"inside","zone":"a.test"}]}`))
-	})
+	current := listingAgent(t, &asked, `[{"zone":"a.test"},{"view":"inside","zone":"a.test"}]`, nil)
 	earlier := agentAt(t, func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)
 		http.NotFound(w, r)
@@ -93,11 +105,8 @@ func TestStoredOwnersAskOnceUnderConcurrentPushes(t *testing.T) {
 	const pushes = 16
 	var asked atomic.Int32
 	release := make(chan struct{})
-	ac := agentAt(t, func(w http.ResponseWriter, _ *http.Request) {
-		asked.Add(1)
-		<-release // every push has started before the first answer
-		_, _ = w.Write([]byte(`{"zones":[{"zone":"a.test"}]}`))
-	})
+	// Every push has started before the first answer.
+	ac := listingAgent(t, &asked, `[{"zone":"a.test"}]`, release)
 	var s storedOwners
 	var started, done sync.WaitGroup
 	errs := make(chan error, pushes)
@@ -132,10 +141,7 @@ func TestStoredOwnersForgetPastPrimaries(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	var asked atomic.Int32
-	ac := agentAt(t, func(w http.ResponseWriter, _ *http.Request) {
-		asked.Add(1)
-		_, _ = w.Write([]byte(`{"zones":[{"zone":"a.test"}]}`))
-	})
+	ac := listingAgent(t, &asked, `[{"zone":"a.test"}]`, nil)
 	now := time.Unix(1000, 0)
 	s := storedOwners{now: func() time.Time { return now }}
 	for roll := range 100 {
