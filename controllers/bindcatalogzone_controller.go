@@ -138,6 +138,12 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 		}
 	}
 	past, ahead := newestSerial(primary, secs)
+	if ahead {
+		// Only a primary still behind once read again lost its data.
+		if ahead, err = primaryStillBehind(ctx, srv, zone, past); err != nil {
+			return nil // as for unreachable secondaries: the next period looks again
+		}
+	}
 	if !ahead {
 		// A secondary that missed the NOTIFY of a member change (it was
 		// starting, or the datagram was lost) would otherwise wait for the

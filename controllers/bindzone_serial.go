@@ -26,6 +26,9 @@ func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alph
 	if !ahead {
 		return false, nil
 	}
+	if behind, err := primaryStillBehind(ctx, t.srv, t.zoneName, past); err != nil || !behind {
+		return false, err
+	}
 	old, err := raiseSerial(ctx, t.srv, t.zoneName, past)
 	if err != nil {
 		return false, err

@@ -35,6 +35,22 @@ func newestSerial(primary uint32, secondaries []uint32) (uint32, bool) {
 	return newest, ahead
 }
 
+// primaryStillBehind reads the primary's serial again and tells whether
+// it is still older than past, the newest serial a secondary served. The
+// primary is read before the secondaries: while UPDATEs stream in, a
+// secondary read a moment later may already have transferred a newer
+// serial from it, which is no sign of lost data (10,000 zones created in
+// one catalog raised its serial 19 times for nothing, each logged as "the
+// primary lost its data?"). Read after the secondaries, a primary serves
+// at least what they transferred from it, unless it lost its data.
+func primaryStillBehind(ctx context.Context, srv ZoneServer, zone string, past uint32) (bool, error) {
+	now, err := soaSerial(ctx, srv.Addr, srv.ReadKey(), zone)
+	if err != nil {
+		return false, err
+	}
+	return serialNewer(past, now), nil
+}
+
 // raiseSerial sets the SOA serial of zone on srv to past+1 with a signed
 // UPDATE and returns the serial it replaced. The secondaries' IXFR from a
 // serial the primary's journal does not hold falls back to a full AXFR, so

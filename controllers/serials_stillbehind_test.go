@@ -1,0 +1,124 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+)
+
+// TestSerialRaisedOnlyWhenThePrimaryIsStillBehind: the zone's look reads
+// the primary's serial before the secondaries'. A secondary that
+// transferred a newer serial in between is no sign of lost data: the
+// primary, read again, serves it, and nothing is raised or reported. A
+// primary still older than a secondary when read again is raised past it,
+// with a warning event.
+func TestSerialRaisedOnlyWhenThePrimaryIsStillBehind(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const zoneName = "race.test."
+	upd := bindtest.NewKey("upd", "hmac-sha256")
+	srv := bindtest.Start(t, bindtest.Options{
+		Keys:   []bindtest.Key{upd},
+		Files:  map[string]string{"race.db": bindtest.SeedZone(zoneName, 10)},
+		Config: `zone "race.test" { type primary; file "race.db"; allow-update { key "upd"; }; };`,
+	})
+	key, err := dnsclient.NewKey(upd.Name, upd.Algorithm, upd.Secret)
+	g.Expect(err).NotTo(HaveOccurred())
+	recorder := events.NewFakeRecorder(10)
+	r := &BindZoneReconciler{Recorder: recorder}
+	tgt := &zoneTarget{zoneName: zoneName, srv: ZoneServer{Addr: srv.DNSAddr, Key: key}}
+	zone := &bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "race"}}
+	look := func(primary, secondary int64) *bindv1alpha1.BindZoneStatus {
+		return &bindv1alpha1.BindZoneStatus{Serial: ptr.To(primary), Secondaries: []bindv1alpha1.SecondaryZoneStatus{{Pod: "dns-1", Serial: ptr.To(secondary)}}}
+	}
+	serving := func() uint32 {
+		s, err := soaSerial(ctx, srv.DNSAddr, nil, zoneName)
+		g.Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+
+	// Read at 8, then a secondary that transferred 10, which the primary
+	// serves by now.
+	raised, err := r.catchUpSerial(ctx, zone, tgt, look(8, 10))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(raised).To(BeFalse(), "a secondary that caught up with the primary between the two reads")
+	g.Expect(serving()).To(Equal(uint32(10)))
+	g.Expect(recorder.Events).To(BeEmpty())
+
+	// A secondary at 12 while the primary serves 10: it lost its data.
+	raised, err = r.catchUpSerial(ctx, zone, tgt, look(10, 12))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(raised).To(BeTrue())
+	g.Expect(serving()).To(Equal(uint32(13)))
+	g.Expect(recorder.Events).To(Receive(HavePrefix("Warning SerialBehind the primary served serial 10 while a secondary served 12")))
+}
+
+// fixedPods are a cluster's pods at fixed addresses.
+type fixedPods []PodEndpoint
+
+func (f fixedPods) Pods(context.Context, *bindv1alpha1.BindCluster) ([]PodEndpoint, error) {
+	return f, nil
+}
+
+func (f fixedPods) Transfer(context.Context, *bindv1alpha1.BindCluster) (string, int32, error) {
+	return "", 0, nil
+}
+
+// TestCatalogSerialRaisedOnlyWhenThePrimaryIsStillBehind: the same for a
+// catalog, whose status reads the primary's serial from a transfer of the
+// whole catalog, long before the secondaries'. A secondary that caught up
+// meanwhile leaves the serial alone.
+func TestCatalogSerialRaisedOnlyWhenThePrimaryIsStillBehind(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const zoneName = "catalog.test."
+	upd := bindtest.NewKey("upd", "hmac-sha256")
+	start := func(serial uint32) *bindtest.Server {
+		return bindtest.Start(t, bindtest.Options{
+			Keys:   []bindtest.Key{upd},
+			Files:  map[string]string{"catalog.db": bindtest.SeedZone(zoneName, serial)},
+			Config: `zone "catalog.test" { type primary; file "catalog.db"; allow-update { key "upd"; }; };`,
+		})
+	}
+	// The secondary's served serial is all the look reads of it: a
+	// second named serves the catalog at the serial it transferred.
+	primary, secondary := start(10), start(10)
+	key, err := dnsclient.NewKey(upd.Name, upd.Algorithm, upd.Secret)
+	g.Expect(err).NotTo(HaveOccurred())
+	scheme := runtime.NewScheme()
+	g.Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
+	r := &BindCatalogZoneReconciler{
+		Client:    fake.NewClientBuilder().WithScheme(scheme).Build(),
+		Endpoints: fixedPods{{Pod: "dns-0", Primary: true, DNSAddr: primary.DNSAddr}, {Pod: "dns-1", DNSAddr: secondary.DNSAddr}},
+	}
+	cat := &bindv1alpha1.BindCatalogZone{ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "catalog"},
+		Spec: bindv1alpha1.BindCatalogZoneSpec{ZoneName: zoneName}}
+	srv := ZoneServer{Addr: primary.DNSAddr, Key: key}
+	serving := func() uint32 {
+		s, err := soaSerial(ctx, primary.DNSAddr, nil, zoneName)
+		g.Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+
+	// Transferred at 8; the secondary then took 10, which the primary
+	// serves by now.
+	g.Expect(r.catchUpSerial(ctx, cat, &bindv1alpha1.BindCluster{}, srv, 8, nil)).To(Succeed())
+	g.Expect(serving()).To(Equal(uint32(10)), "a secondary that caught up with the primary between the two reads")
+
+	// The secondary serves 20 while the primary, listing every member
+	// (none), serves 10: it lost its data, and is raised past it.
+	_, err = raiseSerial(ctx, ZoneServer{Addr: secondary.DNSAddr, Key: key}, zoneName, 19)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.catchUpSerial(ctx, cat, &bindv1alpha1.BindCluster{}, srv, 10, nil)).To(Succeed())
+	g.Expect(serving()).To(Equal(uint32(21)))
+}
