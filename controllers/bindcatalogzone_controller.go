@@ -139,9 +139,10 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 	}
 	past, ahead := newestSerial(primary, secs)
 	if ahead {
-		// Only a primary still behind once read again lost its data.
-		if ahead, err = primaryStillBehind(ctx, srv, zone, past); err != nil {
-			return nil // as for unreachable secondaries: the next period looks again
+		// The primary was read before the secondaries (serials.go): only
+		// one still behind when read again lost its data.
+		if primary, ahead, err = primaryStillBehind(ctx, srv, zone, past); err != nil {
+			return nil // the primary did not answer: the next period looks again
 		}
 	}
 	if !ahead {
@@ -160,9 +161,14 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 	if len(missing) > 0 {
 		return fmt.Errorf("the primary serves catalog serial %d, older than a secondary's %d, and lacks %d member(s) (first %s); the serial is raised once every member is back", primary, past, len(missing), missing[0])
 	}
-	if _, err := raiseSerial(ctx, srv, zone, past); err != nil {
+	old, raised, err := raiseSerial(ctx, srv, zone, past)
+	if err != nil {
 		return fmt.Errorf("a secondary serves catalog serial %d, newer than the primary's %d, and raising the primary's failed: %v", past, primary, err)
 	}
+	if !raised {
+		return nil // it moved on in the meantime
+	}
+	primary = old
 	ctrl.LoggerFrom(ctx).Info("raised the primary's catalog serial past a secondary's (the primary lost its data?)", "catalog", zone, "primary", primary, "secondary", past)
 	_ = notifySecondaries(ctx, pods, zone, srv.Key)
 	return nil

@@ -186,9 +186,9 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	}
 	inSync := r.observeSerials(ctx, t, status)
 	r.observeDNSSEC(ctx, zone, t, status)
-	if raised, err := r.catchUpSerial(ctx, zone, t, status); err != nil {
+	if again, err := r.catchUpSerial(ctx, zone, t, status); err != nil {
 		return r.report(zone, status, err)
-	} else if raised {
+	} else if again {
 		inSync = r.observeSerials(ctx, t, status)
 	}
 	if len(status.RejectedRecords) > 0 {

@@ -11,7 +11,8 @@ import (
 
 // catchUpSerial raises the primary's serial past the secondaries' when one
 // serves a newer serial than the primary (see serials.go). It reports
-// whether it did.
+// whether the serials are worth reading again: it raised the primary's,
+// or found that the primary had moved on since the look.
 func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) (bool, error) {
 	if status.Serial == nil {
 		return false, nil
@@ -26,12 +27,9 @@ func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alph
 	if !ahead {
 		return false, nil
 	}
-	if behind, err := primaryStillBehind(ctx, t.srv, t.zoneName, past); err != nil || !behind {
-		return false, err
-	}
-	old, err := raiseSerial(ctx, t.srv, t.zoneName, past)
-	if err != nil {
-		return false, err
+	old, raised, err := raiseSerial(ctx, t.srv, t.zoneName, past)
+	if err != nil || !raised {
+		return err == nil, err
 	}
 	r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "SerialBehind", "Update",
 		"the primary served serial %d while a secondary served %d (the primary lost its data?); raised the primary's serial to %d so every secondary transfers the zone again", old, past, past+1)

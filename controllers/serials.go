@@ -35,33 +35,40 @@ func newestSerial(primary uint32, secondaries []uint32) (uint32, bool) {
 	return newest, ahead
 }
 
-// primaryStillBehind reads the primary's serial again and tells whether
-// it is still older than past, the newest serial a secondary served. The
-// primary is read before the secondaries: while UPDATEs stream in, a
-// secondary read a moment later may already have transferred a newer
-// serial from it, which is no sign of lost data (10,000 zones created in
-// one catalog raised its serial 19 times for nothing, each logged as "the
-// primary lost its data?"). Read after the secondaries, a primary serves
-// at least what they transferred from it, unless it lost its data.
-func primaryStillBehind(ctx context.Context, srv ZoneServer, zone string, past uint32) (bool, error) {
+// The looks read the primary's serial before the secondaries'. While
+// UPDATEs stream in, a secondary read a moment later may already serve a
+// newer serial it transferred from the primary in between: no lost data.
+// Read after the secondaries, a primary serves at least what they
+// transferred from it, unless it lost its data; so both checks below read
+// it again (docs/behaviours.md, "Serials never go back").
+
+// primaryStillBehind reads the primary's serial again, on srv (the server
+// raiseSerial writes to), and tells whether it is still older than past,
+// the newest serial a secondary served. It returns the serial it read.
+func primaryStillBehind(ctx context.Context, srv ZoneServer, zone string, past uint32) (uint32, bool, error) {
 	now, err := soaSerial(ctx, srv.Addr, srv.ReadKey(), zone)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
-	return serialNewer(past, now), nil
+	return now, serialNewer(past, now), nil
 }
 
 // raiseSerial sets the SOA serial of zone on srv to past+1 with a signed
-// UPDATE and returns the serial it replaced. The secondaries' IXFR from a
+// UPDATE when the serial srv serves is still older than past, and returns
+// the serial it read and whether it raised it. The secondaries' IXFR from a
 // serial the primary's journal does not hold falls back to a full AXFR, so
 // none applies the new primary's differences to old data.
-func raiseSerial(ctx context.Context, srv ZoneServer, zone string, past uint32) (uint32, error) {
+func raiseSerial(ctx context.Context, srv ZoneServer, zone string, past uint32) (uint32, bool, error) {
 	var old uint32
-	_, err := editSOA(ctx, srv, zone, func(soa *dns.SOA) bool {
-		old, soa.Serial = soa.Serial, past+1
+	soa, err := editSOA(ctx, srv, zone, func(soa *dns.SOA) bool {
+		old = soa.Serial
+		if !serialNewer(past, soa.Serial) {
+			return false
+		}
+		soa.Serial = past + 1
 		return true
 	})
-	return old, err
+	return old, soa != nil, err
 }
 
 // editSOA reads the SOA srv serves for zone (dnsclient.Client.SOA), lets
