@@ -102,7 +102,7 @@ test: prerequisites verify-generated lint ## Install what is missing, then run e
 # "Scale").
 bench: deps envtest images ## Run the benchmarks and print their tables.
 	$(GO) test -run '^$$' -bench . -benchmem -p 1 $$($(GO) list ./... | grep -v -e /test/localcluster -e /test/e2e)
-	$(GO) test -count=1 -timeout 100m -run '^(TestInClusterBench|TestInClusterSpreadBench|TestChaos|TestInClusterZonesBench)$$' -v ./test/e2e/ -args -chaos-created=10000 -bench-spread-zones=100 -bench-zones=10000
+	$(GO) test -count=1 -timeout 120m -run '^(TestInClusterBench|TestInClusterSpreadBench|TestChaos|TestInClusterZonesBench)$$' -v ./test/e2e/ -args -chaos-created=10000 -bench-spread-zones=100 -bench-zones=10000
 
 ##@ Demo
 

@@ -84,7 +84,7 @@ func TestInClusterZonesBench(t *testing.T) {
 		return len(l.Items), err
 	}).WithContext(ctx).WithTimeout(20*time.Minute).WithPolling(5*time.Second).Should(BeZero(), "deleted BindZones still there")
 	rows = append(rows, benchRow{"", fmt.Sprintf("the %d BindZones deleted (finalizers done)", n), rate(time.Since(start)), ""})
-	printBenchTable(t, rows)
+	printBenchTable(t, a.Replicas, rows)
 	testkit.Must(t, c.Delete(ctx, &v1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Name}}))
 }
 
