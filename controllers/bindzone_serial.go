@@ -28,8 +28,11 @@ func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alph
 		return false, nil
 	}
 	old, raised, err := raiseSerial(ctx, t.srv, t.zoneName, past)
-	if err != nil || !raised {
-		return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	if !raised {
+		return true, nil // the primary had moved on: the look is stale
 	}
 	r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "SerialBehind", "Update",
 		"the primary served serial %d while a secondary served %d (the primary lost its data?); raised the primary's serial to %d so every secondary transfers the zone again", old, past, past+1)

@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -53,14 +52,8 @@ func TestInClusterSpreadBench(t *testing.T) {
 		WithContext(ctx).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(BeZero(), "BindZones not Ready")
 	restartOperator(ctx, t)
 
-	// As in TestInClusterBench: no client-side throttling, and the bench's
-	// own requests counted apart from the operator's.
-	cfg := env.Cluster.Config()
-	cfg.QPS = -1
 	own := &requestCounter{resource: "dnsrecords"}
-	own.wrap(cfg)
-	c, err := client.New(cfg, client.Options{Scheme: testkit.Scheme()})
-	testkit.Must(t, err)
+	c := benchClient(t, own)
 	token := metricsReaderToken(ctx, t)
 	opBulk := benchOperatorBulk(ctx, t, c, own, token, ns, ips, spread, transfer)
 	rows := opBulk.rows(fmt.Sprintf("operator: %d DNSRecords in %d zones", benchRecords, zones), "")
@@ -71,9 +64,7 @@ func TestInClusterSpreadBench(t *testing.T) {
 	)
 
 	start := time.Now()
-	testkit.Must(t, forEachRecord(ctx, benchRecords, func(i int) error {
-		return client.IgnoreNotFound(c.Delete(ctx, &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)}}))
-	}))
+	testkit.Must(t, deleteBulk(ctx, c, ns))
 	for _, zone := range spread {
 		waitRecordsGone(ctx, t, ips[0], zone.name, transfer, 3*time.Minute)
 	}

@@ -115,14 +115,8 @@ func TestInClusterBench(t *testing.T) {
 	ips := a.servedByAll(ctx, t, opZone, rawZone)
 	updates := readTSIGKey(ctx, t, ns, "updates")
 	transfer := readTSIGKey(ctx, t, ns, a.transferKey())
-	// Objects go in as fast as the API server takes them: the operator
-	// under test, not client-side throttling, must be the limit.
-	cfg := env.Cluster.Config()
-	cfg.QPS = -1
 	own := &requestCounter{resource: "dnsrecords"}
-	own.wrap(cfg)
-	c, err := client.New(cfg, client.Options{Scheme: testkit.Scheme()})
-	testkit.Must(t, err)
+	c := benchClient(t, own)
 
 	var rows []benchRow
 	// The raw baseline signs with the key the operator signs with (the
@@ -269,12 +263,7 @@ func TestInClusterBench(t *testing.T) {
 	deleteThrottledBefore := operatorThrottling(ctx, t)
 	start := time.Now()
 	profiledDelete := profileLeader(ctx, t, fmt.Sprintf("records-%d-delete", benchRecords), 20*time.Second)
-	// One DELETE per record from 32 clients: a single deletecollection of
-	// 10,000 objects outlasts the API server's request timeout here.
-	testkit.Must(t, forEachRecord(ctx, benchRecords, func(i int) error {
-		err := c.Delete(ctx, &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)}})
-		return client.IgnoreNotFound(err)
-	}))
+	testkit.Must(t, deleteBulk(ctx, c, ns))
 	testkit.Must(t, c.Delete(ctx, lat))
 	answered := time.Since(start)
 	// DNSRecords carry no finalizer: the objects are gone once their
@@ -494,7 +483,7 @@ func benchRawBulk(ctx context.Context, t *testing.T, ips []string, zone string, 
 		m.SetUpdate(dns.Fqdn(zone))
 		rrs := make([]dns.RR, 0, benchBatch)
 		for j := i; j < i+benchBatch && j < benchRecords; j++ {
-			rr, err := dns.NewRR(fmt.Sprintf("r%05d.%s. 60 IN A %s", j, zone, benchValue(j)))
+			rr, err := dns.NewRR(fmt.Sprintf("%s.%s. 60 IN A %s", bulkRecord(j), zone, benchValue(j)))
 			testkit.Must(t, err)
 			rrs = append(rrs, rr)
 		}
@@ -514,6 +503,36 @@ func benchRawBulk(ctx context.Context, t *testing.T, ips []string, zone string, 
 	return res
 }
 
+// benchClient is the benches' client: objects go in as fast as the API
+// server takes them (the operator under test, not client-side
+// throttling, must be the limit), and count, when not nil, counts its
+// requests apart from the operator's.
+func benchClient(t *testing.T, count *requestCounter) client.Client {
+	t.Helper()
+	cfg := env.Cluster.Config()
+	cfg.QPS = -1
+	if count != nil {
+		count.wrap(cfg)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: testkit.Scheme()})
+	testkit.Must(t, err)
+	return c
+}
+
+// bulkRecord is the name of the bulks' record i (the raw one's owner
+// name, the operator one's object and owner name): the waits count the
+// records named r….
+func bulkRecord(i int) string { return fmt.Sprintf("r%05d", i) }
+
+// deleteBulk deletes the bulk's DNSRecords in ns, one DELETE per record
+// from 32 clients: a single deletecollection of 10,000 objects outlasts
+// the API server's request timeout here.
+func deleteBulk(ctx context.Context, c client.Client, ns string) error {
+	return forEachRecord(ctx, benchRecords, func(i int) error {
+		return client.IgnoreNotFound(c.Delete(ctx, &v1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: bulkRecord(i)}}))
+	})
+}
+
 // bulkZone is a BindZone the bulk creates records in: its object's name
 // (the records' zoneRef) and the zone it serves.
 type bulkZone struct{ ref, name string }
@@ -530,8 +549,8 @@ func benchOperatorBulk(ctx context.Context, t *testing.T, c client.Client, own *
 	start := time.Now()
 	err := forEachRecord(ctx, benchRecords, func(i int) error {
 		r := &v1.DNSRecord{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%05d", i)},
-			Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: zones[i%len(zones)].ref}, Name: v1.RecordName(fmt.Sprintf("r%05d", i)), Type: "A",
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: bulkRecord(i)},
+			Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: zones[i%len(zones)].ref}, Name: v1.RecordName(bulkRecord(i)), Type: "A",
 				TTL: ptr.To[v1.TTL](60), Values: []string{benchValue(i)}},
 		}
 		if err := c.Create(ctx, r); err != nil {

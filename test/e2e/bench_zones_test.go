@@ -42,10 +42,7 @@ func TestInClusterZonesBench(t *testing.T) {
 	enableOperatorPprof(ctx, t)
 	restartOperator(ctx, t)
 
-	cfg := env.Cluster.Config()
-	cfg.QPS = -1
-	c, err := client.New(cfg, client.Options{Scheme: testkit.Scheme()})
-	testkit.Must(t, err)
+	c := benchClient(t, nil)
 	zoneName := func(i int) string { return fmt.Sprintf("z%05d.zones.e2e.example", i) }
 	start := time.Now()
 	testkit.Must(t, forEachRecord(ctx, n, func(i int) error {
