@@ -44,6 +44,9 @@ func TestInClusterZonesBench(t *testing.T) {
 
 	c := benchClient(t, nil)
 	zoneName := func(i int) string { return fmt.Sprintf("z%05d.zones.e2e.example", i) }
+	requests := apiServerRequests(apiServerMetrics(ctx, t), "")
+	times := readProcessTimesAt(t)
+	throttled := operatorThrottling(ctx, t)
 	start := time.Now()
 	testkit.Must(t, forEachRecord(ctx, n, func(i int) error {
 		return retryCreate(ctx, a.catalogZone(fmt.Sprintf("z%05d", i), zoneName(i), ""))
@@ -53,6 +56,9 @@ func TestInClusterZonesBench(t *testing.T) {
 	NewWithT(t).Eventually(func() (int, error) { return notReadyZones(ctx, c, ns) }).
 		WithContext(ctx).WithTimeout(40*time.Minute).WithPolling(5*time.Second).Should(BeZero(), "BindZones not Ready")
 	ready := time.Since(start)
+	times = append(times, readProcessTimesAt(t)...)
+	throttledSummary := throttlingSummary(throttled, operatorThrottling(ctx, t), leaderPod(ctx, t).Name)
+	requests = apiServerRequests(apiServerMetrics(ctx, t), "").minus(requests)
 	for _, ip := range ips {
 		NewWithT(t).Eventually(func() error { _, err := soaSerial(ip, zoneName(n-1)); return err }).
 			WithContext(ctx).WithTimeout(5*time.Minute).Should(Succeed(), "%s does not serve %s", ip, zoneName(n-1))
@@ -66,6 +72,11 @@ func TestInClusterZonesBench(t *testing.T) {
 		{fmt.Sprintf("operator: %d BindZones in one catalog", n), "created through the API server and webhooks (32 clients)", rate(created), ""},
 		{"", "… every BindZone Ready", rate(ready), ""},
 		{"", "… the last one served by the primary and the secondary", served.Round(time.Second).String(), ""},
+		{"", fmt.Sprintf("… the node's CPU time from the first create to every BindZone Ready (/proc/<pid>/task/*/schedstat), the top %d, in CPUs", cpuTimeTop),
+			cpuTimeSummary(times[0], times[1], cpuTimeTop), ""},
+		{"", "… API requests per BindZone from the first create to every BindZone Ready, every client's (apiserver_request_total), the most frequent first",
+			requests.perObject(n), ""},
+		{"", "… the manager's CPU limit from the first create to every BindZone Ready: CFS periods (100 ms) in which it used up its quota and was stopped (its container's cpu.stat)", throttledSummary, ""},
 		{"operator: the manager's memory", fmt.Sprintf("with %d BindZones in one catalog, webhooks in-process (pods restarted before)", n), op.String(), "goal: reported"},
 		{"named: the primary's memory", fmt.Sprintf("%d zones", n), podProcessMemory(ctx, t, ns, a.Name+"-0", "named").String(), ""},
 		{"named: the secondary's memory", "the same zones, from the catalog", podProcessMemory(ctx, t, ns, a.Name+"-1", "named").String(), ""},
