@@ -54,8 +54,8 @@ func benchPolicyEdits(ctx context.Context, t *testing.T, c client.Client, ns, up
 	}
 	before, _, err := currentRollout(ctx, ns, "resolver")
 	testkit.Must(t, err)
-	out := make(latencies, 0, benchChanges)
-	for i := 1; i <= benchChanges; i++ {
+	out := make(latencies, 0, policyEdits)
+	for i := 1; i <= policyEdits; i++ {
 		start := time.Now()
 		patch := client.MergeFrom(p.DeepCopy())
 		p.Spec.Rules = rule(i)
