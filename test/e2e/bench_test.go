@@ -40,7 +40,7 @@ const (
 	// policyEdits per BindPolicy rule path: each waits for both resolver
 	// pods to reload the policy zone (about 100 ms), so 200 (a p99 the
 	// third slowest) keep the path to 20 s.
-	policyEdits = 200
+	policyEdits  = 200
 	benchRecords = 10000
 	benchBatch   = 500 // records per raw UPDATE: DESIGN §8's optimum
 	// editGoal is issue 15's p99 for an edit to be served everywhere; the
