@@ -6,7 +6,6 @@ import (
 	"iter"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -110,11 +109,15 @@ func (m *model) keyRef(what, obj string) (string, error) {
 	return name, nil
 }
 
+// writeKey writes a key checked by checkKey. Its material goes between
+// the quotes as it is: valid base64 holds no quote or backslash, and BIND
+// skips the line breaks of wrapped material as Go's decoder does. Escaped
+// (Go's "\n") it would be a letter n to BIND, and a bad secret.
 func writeKey(c *conf, k TSIGKey) {
 	c.words("key ", c.q("key name", k.Name), " {")
 	c.depth++
 	c.words("algorithm ", k.Algorithm, ";")
-	c.words("secret ", strconv.Quote(k.Secret), ";")
+	c.words("secret \"", k.Secret, "\";")
 	c.close()
 }
 
