@@ -19,20 +19,27 @@ func (m *model) loadACLs() error {
 	m.aclNames = known
 	m.acls = make([]aclDef, 0, len(acls)+1)
 	for _, a := range acls {
-		what := "BindACL " + a.Name
-		if err := safeName(what+" name", a.Name); err != nil {
-			return err
-		}
-		if len(a.Spec.Entries) == 0 {
-			return fmt.Errorf("%s has no entries; add at least one", what)
-		}
-		entries, err := m.matchListWith(what+" spec.entries", a.Spec.Entries, known)
+		// Without the ACL's name first: it is put into words only for an
+		// error.
+		entries, err := m.loadACL("", a, known)
 		if err != nil {
+			_, err = m.loadACL("BindACL "+a.Name, a, known)
 			return err
 		}
 		m.acls = append(m.acls, aclDef{name: a.Name, entries: entries})
 	}
 	return m.checkACLCycles(acls)
+}
+
+// loadACL checks one BindACL and renders its entries.
+func (m *model) loadACL(what string, a *bindv1alpha1.BindACL, known map[string]bool) ([]string, error) {
+	if err := safeName(what+" name", a.Name); err != nil {
+		return nil, err
+	}
+	if len(a.Spec.Entries) == 0 {
+		return nil, fmt.Errorf("%s has no entries; add at least one", what)
+	}
+	return m.matchListWith(what+" spec.entries", a.Spec.Entries, known)
 }
 
 // checkACLCycles refuses ACLs that include each other: named would reject
@@ -120,11 +127,10 @@ func (m *model) matchElement(list string, i int, e bindv1alpha1.AddressMatchElem
 		if !acls[e.ACLRef] {
 			return "", fmt.Errorf("%s references BindACL %q, which does not exist; create it or fix aclRef", what(), e.ACLRef)
 		}
-		q, err := quote("BindACL name", e.ACLRef)
-		if err != nil {
-			return "", err
+		if !nameOK(e.ACLRef) {
+			return "", safeName("BindACL name", e.ACLRef)
 		}
-		s = q
+		s = `"` + e.ACLRef + `"`
 	case e.KeyRef != "":
 		k, err := m.keyRef("", e.KeyRef)
 		if err != nil {
@@ -148,7 +154,8 @@ func (m *model) matchElement(list string, i int, e bindv1alpha1.AddressMatchElem
 
 func writeACLs(c *conf, m *model) {
 	for _, a := range m.acls {
-		c.open("acl %s {", c.q("BindACL name", a.name))
+		c.words("acl \"", c.name("BindACL name", a.name), "\" {")
+		c.depth++
 		for _, e := range a.entries {
 			c.words(e, ";")
 		}

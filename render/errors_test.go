@@ -49,23 +49,36 @@ func TestRenderErrors(t *testing.T) {
 		}, "loop (a -> b -> a)"},
 		{"injected key name", func(in *Input) {
 			in.Keys["transfer"] = TSIGKey{Name: `x"; }; include "/etc/shadow`, Algorithm: "hmac-sha256", Secret: secret32}
-		}, "cannot appear in named.conf"},
+		}, `BindTSIGKey transfer name "x\"; }; include \"/etc/shadow" contains '"', which cannot appear in named.conf`},
 		{"key name with space", func(in *Input) {
 			in.Keys["transfer"] = TSIGKey{Name: "a b", Algorithm: "hmac-sha256", Secret: secret32}
-		}, "whitespace"},
-		{"injected zone name", func(in *Input) { in.Zones[2].Spec.ZoneName = "x{y" }, "cannot appear in named.conf"},
+		}, `BindTSIGKey transfer name "a b" contains whitespace`},
+		{"injected zone name", func(in *Input) { in.Zones[2].Spec.ZoneName = "x{y" }, `BindZone partner zone name "x{y" contains '{', which cannot appear in named.conf`},
+		{"acl without entries", func(in *Input) {
+			in.ACLs = []bindv1alpha1.BindACL{{ObjectMeta: meta("empty")}}
+		}, "BindACL empty has no entries"},
+		{"acl entry names a missing key", func(in *Input) {
+			in.ACLs = []bindv1alpha1.BindACL{{ObjectMeta: meta("nets"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{addr("198.18.0.0/24"), keyRef("ghost")}}}}
+		}, `BindACL nets spec.entries[1] references BindTSIGKey "ghost", which does not exist`},
+		{"forwarder that is no address", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{
+				ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward,
+				Forwarders: []bindv1alpha1.Forwarder{{Address: "198.18.0.1"}, {Address: "resolver.example"}},
+			}})
+		}, `BindZone fwd spec.forwarders[1] address "resolver.example" is not an IP address`},
+		{"unknown zone type", func(in *Input) { in.Zones[1].Spec.Type = "Hint" }, `BindZone example-org has unknown type "Hint"`},
 		{"bad algorithm", func(in *Input) {
 			in.Keys["transfer"] = TSIGKey{Name: "t", Algorithm: "hmac-md5", Secret: secret32}
 		}, "hmac-sha1, hmac-sha224"},
 		{"bad material", func(in *Input) {
 			in.Keys["transfer"] = TSIGKey{Name: "t", Algorithm: "hmac-sha256", Secret: "not base64!"}
-		}, "not valid base64"},
+		}, `BindTSIGKey transfer "t" has material that is not valid base64`},
 		{"control key clash", func(in *Input) {
 			in.Keys["transfer"] = TSIGKey{Name: "rndc-control", Algorithm: "hmac-sha256", Secret: secret32}
 		}, "of the rndc control key"},
 		{"two keys one name", func(in *Input) {
 			in.Keys["partner"] = TSIGKey{Name: "transfer.dns.", Algorithm: "hmac-sha512", Secret: secret64}
-		}, "both define BIND key"},
+		}, `BindTSIGKeys partner and transfer both define BIND key "transfer.dns." with different material`},
 		{"catalog with views", func(in *Input) {
 			in.Views = []bindv1alpha1.BindView{{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{MatchClients: []bindv1alpha1.AddressMatchElement{builtin("any")}}}}
 			in.ViewKeys = viewKeysFor(in.Views)

@@ -41,8 +41,9 @@ func (m *model) forwarders(what string, fw []bindv1alpha1.Forwarder) ([]string, 
 			out = append(out, a)
 			continue
 		}
-		a, err := checkIP(fmt.Sprintf("%s[%d] address", what, i), f.Address)
+		a, err := checkIP("", f.Address)
 		if err != nil {
+			_, err = checkIP(fmt.Sprintf("%s[%d] address", what, i), f.Address) // the error, named
 			return nil, err
 		}
 		if f.Port != nil && *f.Port != 53 {

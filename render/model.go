@@ -22,10 +22,10 @@ type model struct {
 	primary  string // PrimaryAddress, canonical; "" when unknown
 	primPort int32
 
-	keys     []TSIGKey         // sorted by BIND name, deduplicated
-	keyNames map[string]bool   // BIND names of keys
-	viewKeys []TSIGKey         // the views' keys, in view order
-	keyByObj map[string]string // BindTSIGKey object name -> BIND key name
+	keys      []TSIGKey           // sorted by BIND name, deduplicated
+	keyByBIND map[string]ownedKey // keys by BIND name
+	viewKeys  []TSIGKey           // the views' keys, in view order
+	keyByObj  map[string]string   // BindTSIGKey object name -> BIND key name
 
 	acls       []aclDef
 	aclNames   map[string]bool
@@ -65,8 +65,14 @@ type viewDef struct {
 	zonesText  *renderedText            // zones, rendered once for both variants (configZonesText)
 	zones      []*bindv1alpha1.BindZone // config zones (Forward, Stub, Secondary), sorted by zone name
 	policies   []*policyDef             // sorted by (order, name)
-	owners     map[string]string        // zone name -> "BindZone x", to report clashes
+	owners     map[string]owner         // zone name -> the object that declares it, to report clashes
 }
+
+// owner is an object that declares a zone, by kind and name: a 10,000-zone
+// config names its owners only when two of them clash.
+type owner struct{ kind, name string }
+
+func (o owner) String() string { return o.kind + " " + o.name }
 
 type catalogDef struct {
 	obj     *bindv1alpha1.BindCatalogZone
@@ -111,7 +117,7 @@ func newModel(in Input) (*model, error) {
 		dnsPort:    c.Spec.Ports.DNS,
 		keyByObj:   map[string]string{},
 		viewByName: map[string]*viewDef{},
-		global:     &viewDef{owners: map[string]string{}},
+		global:     &viewDef{owners: map[string]owner{}},
 	}
 	if m.dnsPort == 0 {
 		m.dnsPort = 53
@@ -172,15 +178,15 @@ func (m *model) view(ref string) *viewDef { return m.viewByName[ref] }
 
 // claim records that owner declares zone in scope v; two owners of one zone
 // in one scope would make named refuse the whole config.
-func (v *viewDef) claim(zone, owner string) error {
+func (v *viewDef) claim(zone string, o owner) error {
 	if prev, ok := v.owners[zone]; ok {
 		where := ""
 		if v.name != "" {
 			where = " in BindView " + v.name
 		}
-		return fmt.Errorf("%s and %s both declare zone %s%s; delete or rename one of them", prev, owner, zone, where)
+		return fmt.Errorf("%s and %s both declare zone %s%s; delete or rename one of them", prev, o, zone, where)
 	}
-	v.owners[zone] = owner
+	v.owners[zone] = o
 	return nil
 }
 
@@ -195,7 +201,7 @@ func (m *model) loadViews() error {
 		if err != nil {
 			return err
 		}
-		d := &viewDef{name: v.Name, obj: v, owners: map[string]string{}, key: k.Name}
+		d := &viewDef{name: v.Name, obj: v, owners: map[string]owner{}, key: k.Name}
 		m.viewKeys = append(m.viewKeys, k)
 		m.views = append(m.views, d)
 		m.viewByName[v.Name] = d
@@ -217,7 +223,7 @@ func (m *model) viewKey(view string) (TSIGKey, error) {
 	if err != nil {
 		return k, err
 	}
-	if m.keyNames[k.Name] {
+	if _, ok := m.keyByBIND[k.Name]; ok {
 		return k, fmt.Errorf("a BindTSIGKey uses the key name %q of %s; give it another keyName", k.Name, what)
 	}
 	return k, nil
@@ -284,7 +290,7 @@ func (m *model) loadCatalogs() error {
 		} else {
 			d.defaultPrimaries = []string{m.primaryServer(key)}
 		}
-		if err := m.global.claim(name, what); err != nil {
+		if err := m.global.claim(name, owner{"BindCatalogZone", c.Name}); err != nil {
 			return err
 		}
 		m.catalogs = append(m.catalogs, d)
@@ -355,32 +361,27 @@ func (m *model) loadZones() error {
 	forward := map[string]bool{}
 	updateView := map[string]*viewDef{} // update key -> the view whose zones it updates
 	for _, z := range zones {
-		what := "BindZone " + z.Name
-		name := string(z.Spec.ZoneName)
-		if err := safeName(what+" zone name", name); err != nil {
-			return err
-		}
-		v, err := m.placement(what, z.Spec.ViewRef)
+		// Each check runs without the zone's name first: a large config
+		// puts it into words only for an error.
+		v, err := m.zonePlacement("", z)
 		if err != nil {
+			_, err = m.zonePlacement("BindZone "+z.Name, z)
 			return err
 		}
-		if err := v.claim(name, what); err != nil {
+		if err := v.claim(string(z.Spec.ZoneName), owner{"BindZone", z.Name}); err != nil {
 			return err
 		}
-		// Validate every reference now, config zone or not: a runtime
-		// zone whose key or policy is missing would fail later in rndc
-		// addzone with a far less helpful message.
-		if err := m.checkZoneRefs(what, z); err != nil {
-			return err
+		if err := m.checkZone("", z, policies); err != nil {
+			return m.checkZone("BindZone "+z.Name, z, policies)
 		}
 		switch z.Spec.Type {
 		case bindv1alpha1.ZonePrimary, "":
 			if ref := z.Spec.UpdateKeyRef; ref != nil {
-				k, _ := m.keyRef(what+" spec.updateKeyRef", ref.Name) // checked above
+				k, _ := m.keyRef("", ref.Name) // checked above
 				forward[k] = true
 				if v != m.global {
 					if prev, ok := updateView[k]; ok && prev != v {
-						return fmt.Errorf("%s uses update key %q in BindView %s, but zones of BindView %s use it too; BIND picks a view by the key that signs an UPDATE, so give each view's zones their own BindTSIGKey", what, k, v.name, prev.name)
+						return fmt.Errorf("BindZone %s uses update key %q in BindView %s, but zones of BindView %s use it too; BIND picks a view by the key that signs an UPDATE, so give each view's zones their own BindTSIGKey", z.Name, k, v.name, prev.name)
 					}
 					if updateView[k] == nil {
 						updateView[k] = v
@@ -389,18 +390,10 @@ func (m *model) loadZones() error {
 				}
 			}
 			if ref := z.Spec.DNSSECPolicyRef; ref != nil {
-				if policies[ref.Name] == nil {
-					return fmt.Errorf("%s references BindDNSSECPolicy %q, which does not exist; create it or fix spec.dnssecPolicyRef", what, ref.Name)
-				}
 				used[ref.Name] = true
 			}
-			if ref := z.Spec.CatalogZoneRef; ref != nil && !slices.ContainsFunc(m.catalogs, func(c catalogDef) bool { return c.obj.Name == ref.Name }) {
-				return fmt.Errorf("%s references BindCatalogZone %q, which does not exist in this cluster; create it or fix spec.catalogZoneRef", what, ref.Name)
-			}
-		case bindv1alpha1.ZoneForward, bindv1alpha1.ZoneStub, bindv1alpha1.ZoneSecondary:
-			v.zones = append(v.zones, z)
 		default:
-			return fmt.Errorf("%s has unknown type %q", what, z.Spec.Type)
+			v.zones = append(v.zones, z)
 		}
 	}
 	for _, name := range sortedKeys(used) {
@@ -414,6 +407,37 @@ func (m *model) loadZones() error {
 		slices.Sort(v.updateKeys)
 	}
 	m.addViewKeysACL()
+	return nil
+}
+
+// zonePlacement checks a zone's name and finds the scope it lives in.
+func (m *model) zonePlacement(what string, z *bindv1alpha1.BindZone) (*viewDef, error) {
+	if err := safeName(what+" zone name", string(z.Spec.ZoneName)); err != nil {
+		return nil, err
+	}
+	return m.placement(what, z.Spec.ViewRef)
+}
+
+// checkZone checks what a zone references and its type. Every reference
+// is validated now, config zone or not: a runtime zone whose key or policy
+// is missing would fail later in rndc addzone with a far less helpful
+// message.
+func (m *model) checkZone(what string, z *bindv1alpha1.BindZone, policies map[string]*bindv1alpha1.BindDNSSECPolicy) error {
+	if err := m.checkZoneRefs(what, z); err != nil {
+		return err
+	}
+	switch z.Spec.Type {
+	case bindv1alpha1.ZonePrimary, "":
+		if ref := z.Spec.DNSSECPolicyRef; ref != nil && policies[ref.Name] == nil {
+			return fmt.Errorf("%s references BindDNSSECPolicy %q, which does not exist; create it or fix spec.dnssecPolicyRef", what, ref.Name)
+		}
+		if ref := z.Spec.CatalogZoneRef; ref != nil && !slices.ContainsFunc(m.catalogs, func(c catalogDef) bool { return c.obj.Name == ref.Name }) {
+			return fmt.Errorf("%s references BindCatalogZone %q, which does not exist in this cluster; create it or fix spec.catalogZoneRef", what, ref.Name)
+		}
+	case bindv1alpha1.ZoneForward, bindv1alpha1.ZoneStub, bindv1alpha1.ZoneSecondary:
+	default:
+		return fmt.Errorf("%s has unknown type %q", what, z.Spec.Type)
+	}
 	return nil
 }
 

@@ -16,21 +16,41 @@ func quote(what, s string) (string, error) {
 	return `"` + s + `"`, nil
 }
 
+// nameOK says whether safeName accepts s. The hot paths of a large config
+// ask it first and build the name of what they check (and its error) only
+// when it says no.
+func nameOK(s string) bool { return s != "" && badByte(s) < 0 }
+
 func safeName(what, s string) error {
 	if s == "" {
 		return fmt.Errorf("%s is empty", what)
 	}
-	// Bytes, not runes: every character refused is ASCII, and a byte of
-	// a multi-byte character is never one of them.
+	i := badByte(s)
+	if i < 0 {
+		return nil
+	}
+	if r := rune(s[i]); r > ' ' && r != 0x7f {
+		return fmt.Errorf("%s %q contains %q, which cannot appear in named.conf; rename it", what, s, r)
+	}
+	return fmt.Errorf("%s %q contains whitespace or a control character; rename it", what, s)
+}
+
+// badByte is the index of the first byte of s that could close a
+// named.conf string or block (or start a comment), or -1. Bytes, not
+// runes: every character refused is ASCII, and a byte of a multi-byte
+// character is never one of them.
+func badByte(s string) int {
 	for i := 0; i < len(s); i++ {
-		switch r := rune(s[i]); {
-		case r == '"' || r == ';' || r == '{' || r == '}' || r == '\\' || r == '#':
-			return fmt.Errorf("%s %q contains %q, which cannot appear in named.conf; rename it", what, s, r)
-		case r <= ' ' || r == 0x7f:
-			return fmt.Errorf("%s %q contains whitespace or a control character; rename it", what, s)
+		switch r := s[i]; r {
+		case '"', ';', '{', '}', '\\', '#', 0x7f:
+			return i
+		default:
+			if r <= ' ' {
+				return i
+			}
 		}
 	}
-	return nil
+	return -1
 }
 
 // Zone names and the other names of the objects arrive in the canonical

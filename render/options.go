@@ -62,7 +62,7 @@ func writeOptions(c *conf, m *model, r role) {
 		if len(m.notifyKeys) > 0 {
 			els := make([]string, len(m.notifyKeys))
 			for i, k := range m.notifyKeys {
-				els[i] = "key " + c.q("key name", k)
+				els[i] = c.keyElement(k)
 			}
 			c.list("allow-notify", els)
 		}
@@ -74,7 +74,7 @@ func writeOptions(c *conf, m *model, r role) {
 			// zone gains nothing on another zone.
 			els := make([]string, len(m.forwardKeys))
 			for i, k := range m.forwardKeys {
-				els[i] = "key " + c.q("key name", k)
+				els[i] = c.keyElement(k)
 			}
 			c.list("allow-update-forwarding", els)
 		}

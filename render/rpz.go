@@ -79,7 +79,7 @@ func (m *model) loadPolicies() error {
 			scopes = []*viewDef{v}
 		}
 		for _, v := range scopes {
-			if err := v.claim(zone, what); err != nil {
+			if err := v.claim(zone, owner{"BindPolicy", p.Name}); err != nil {
 				return err
 			}
 			v.policies = append(v.policies, d)

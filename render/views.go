@@ -67,9 +67,9 @@ const viewKeysACL = "bind-operator/view-keys"
 
 // keyElements are the address-match elements of the view's keys.
 func (v *viewDef) keyElements(c *conf) []string {
-	els := []string{"key " + c.q("key name", v.key)}
+	els := []string{c.keyElement(v.key)}
 	for _, k := range v.updateKeys {
-		els = append(els, "key "+c.q("key name", k))
+		els = append(els, c.keyElement(k))
 	}
 	return els
 }

@@ -18,7 +18,7 @@ func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 	what := "BindZone " + z.Name
 	name := string(z.Spec.ZoneName)
 	c.blank()
-	c.words("zone ", c.q("zone name", name), " {")
+	c.words("zone \"", c.name("zone name", name), "\" {")
 	c.depth++
 	switch z.Spec.Type {
 	case bindv1alpha1.ZoneForward:
@@ -37,7 +37,7 @@ func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 		} else {
 			c.line("type secondary;")
 		}
-		c.words("file ", c.q("path", m.paths.SecondaryZoneFile(v.name, name)), ";")
+		c.words("file \"", c.name("path", m.paths.SecondaryZoneFile(v.name, name)), "\";")
 		if len(z.Spec.Primaries) == 0 {
 			c.fail(fmt.Errorf("%s is a %s zone without primaries; add at least one", what, z.Spec.Type))
 		}
