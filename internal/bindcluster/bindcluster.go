@@ -210,6 +210,33 @@ func (c *Cluster) Restart(n *Node) {
 	c.startNamed(n)
 }
 
+// Freeze stops n's named (SIGSTOP), as a node that stalls: its sockets
+// stay open and queue what arrives, and it answers nothing until Thaw.
+// The test's cleanup thaws it first, so every later stop finds it
+// running.
+func (c *Cluster) Freeze(n *Node) {
+	c.tb.Helper()
+	c.signal(n, syscall.SIGSTOP)
+	c.tb.Cleanup(func() { c.Thaw(n) })
+}
+
+// Thaw lets a frozen named run again (SIGCONT); it is a no-op on one
+// that runs.
+func (c *Cluster) Thaw(n *Node) {
+	c.tb.Helper()
+	c.signal(n, syscall.SIGCONT)
+}
+
+// signal sends sig to n's named: the process group the entrypoint's shell
+// became named in.
+func (c *Cluster) signal(n *Node, sig syscall.Signal) {
+	c.tb.Helper()
+	if n.cmd == nil {
+		c.tb.Fatalf("bindcluster: %s: named does not run", n.Name)
+	}
+	testkit.Must(c.tb, syscall.Kill(-n.cmd.Process.Pid, sig))
+}
+
 // Wipe replaces n as a pod that comes back with an empty data volume (an
 // emptyDir, or a volume lost with its node): named and the agent stop,
 // DataDir is emptied, and both start again at the same addresses, so the

@@ -1,11 +1,6 @@
 package dataplane
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,8 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/internal/bindcluster"
-	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // TestReplicatingZoneIsServedOnceItsSecondaryCatchesUp: a change that a
@@ -33,16 +26,7 @@ func TestReplicatingZoneIsServedOnceItsSecondaryCatchesUp(t *testing.T) {
 	c.waitZone("lagging", v1.ReasonServed, 20*time.Second)
 
 	secondary := c.Nodes[1]
-	pid := namedPID(t, secondary)
-	testkit.Must(t, syscall.Kill(pid, syscall.SIGSTOP))
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			testkit.Must(t, syscall.Kill(pid, syscall.SIGCONT))
-		}
-	}
-	t.Cleanup(resume)
+	c.Freeze(secondary) // thawed on cleanup if the test stops before Thaw
 
 	c.editZone("lagging", func(z *v1.BindZone) { z.Spec.Records[0].Values = []string{"192.0.2.2"} })
 	// The reconcile asks the frozen secondary for its serial and waits out
@@ -52,7 +36,7 @@ func TestReplicatingZoneIsServedOnceItsSecondaryCatchesUp(t *testing.T) {
 	// the secondary silent and backed off.
 	time.Sleep(2 * time.Second)
 
-	resume()
+	c.Thaw(secondary)
 	at := time.Now()
 	c.waitAll("after the secondary resumed", 10*time.Second, "www.lagging.test", dns.TypeA, "192.0.2.2")
 	caughtUp := time.Since(at)
@@ -61,22 +45,4 @@ func TestReplicatingZoneIsServedOnceItsSecondaryCatchesUp(t *testing.T) {
 	// it Served.
 	c.waitZone("lagging", v1.ReasonServed, 10*time.Second)
 	t.Logf("secondary resumed → serves the change %s, zone Served %s", caughtUp.Round(time.Millisecond), time.Since(at).Round(time.Millisecond))
-}
-
-// namedPID finds the named process of a node by its config file.
-func namedPID(t *testing.T, n *bindcluster.Node) int {
-	t.Helper()
-	conf := []byte(n.Paths.ConfigDir)
-	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range cmdlines {
-		b, err := os.ReadFile(f)
-		if err != nil || !bytes.HasPrefix(b, []byte("named\x00")) || !bytes.Contains(b, conf) {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		testkit.Must(t, err)
-		return pid
-	}
-	t.Fatalf("no named process runs with %s", n.Paths.ConfigDir)
-	return 0
 }
