@@ -19,11 +19,9 @@ func (m *model) loadACLs() error {
 	m.aclNames = known
 	m.acls = make([]aclDef, 0, len(acls)+1)
 	for _, a := range acls {
-		// Without the ACL's name first: it is put into words only for an
-		// error.
-		entries, err := m.loadACL("", a, known)
+		entries, err := namedOnError(func() string { return "BindACL " + a.Name },
+			func(what string) ([]string, error) { return m.loadACL(what, a, known) })
 		if err != nil {
-			_, err = m.loadACL("BindACL "+a.Name, a, known)
 			return err
 		}
 		m.acls = append(m.acls, aclDef{name: a.Name, entries: entries})
@@ -101,8 +99,8 @@ func (m *model) matchListWith(what string, els []bindv1alpha1.AddressMatchElemen
 }
 
 // matchElement renders element i of the list what. The element's own name
-// ("what[i]") is built only for an error: a large config has tens of
-// thousands of elements.
+// ("what[i]") is built only for an error (subject.go): a large config has
+// tens of thousands of elements.
 func (m *model) matchElement(list string, i int, e bindv1alpha1.AddressMatchElement, acls map[string]bool) (string, error) {
 	what := func() string { return list + "[" + strconv.Itoa(i) + "]" }
 	set := 0
@@ -117,9 +115,9 @@ func (m *model) matchElement(list string, i int, e bindv1alpha1.AddressMatchElem
 	var s string
 	switch {
 	case e.Address != "":
-		a, err := checkAddress("", e.Address)
+		a, err := namedOnError(func() string { return what() + " address" },
+			func(what string) (string, error) { return checkAddress(what, e.Address) })
 		if err != nil {
-			_, err = checkAddress(what()+" address", e.Address)
 			return "", err
 		}
 		s = a
@@ -132,9 +130,8 @@ func (m *model) matchElement(list string, i int, e bindv1alpha1.AddressMatchElem
 		}
 		s = `"` + e.ACLRef + `"`
 	case e.KeyRef != "":
-		k, err := m.keyRef("", e.KeyRef)
+		k, err := namedOnError(what, func(what string) (string, error) { return m.keyRef(what, e.KeyRef) })
 		if err != nil {
-			_, err = m.keyRef(what(), e.KeyRef)
 			return "", err
 		}
 		s = `key "` + k + `"`

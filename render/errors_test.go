@@ -67,6 +67,34 @@ func TestRenderErrors(t *testing.T) {
 			}})
 		}, `BindZone fwd spec.forwarders[1] address "resolver.example" is not an IP address`},
 		{"unknown zone type", func(in *Input) { in.Zones[1].Spec.Type = "Hint" }, `BindZone example-org has unknown type "Hint"`},
+		{"forward zone without forwarders", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward}})
+		}, "BindZone fwd is a Forward zone without forwarders; add at least one"},
+		{"forwarder cluster without an address", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{
+				ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward,
+				Forwarders: []bindv1alpha1.Forwarder{{Address: "198.18.0.1"}, {ClusterRef: ref("inside")}},
+			}})
+			in.Forwardees = map[string]Forwardee{"inside": {Address: "inside.svc"}}
+		}, `BindZone fwd spec.forwarders[1] BindCluster "inside" query Service address "inside.svc" is not an IP address`},
+		{"secondary zone without primaries", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary}})
+		}, "BindZone sec is a Secondary zone without primaries; add at least one"},
+		{"secondary zone primary that is no address", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary,
+				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1"}, {Address: "ns1.example"}}}})
+		}, `BindZone sec spec.primaries[1] address "ns1.example" is not an IP address`},
+		{"stub zone primary keyed with a missing key", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("stub"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "stub.example", Type: bindv1alpha1.ZoneStub,
+				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1", KeyRef: ref("ghost")}}}})
+		}, `BindZone stub spec.primaries[0] references BindTSIGKey "ghost", which does not exist`},
+		{"secondary zone allow-query that is no address", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary,
+				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1"}}, AllowQuery: []bindv1alpha1.AddressMatchElement{builtin("localhost"), addr("nets")}}})
+		}, `BindZone sec spec.allowQuery[1] address "nets" is neither an IP address nor a CIDR prefix`},
+		{"acl entry that is no address", func(in *Input) {
+			in.ACLs = []bindv1alpha1.BindACL{{ObjectMeta: meta("nets"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{addr("198.18.0.0/24"), addr("fe80::1%eth0")}}}}
+		}, `BindACL nets spec.entries[1] address "fe80::1%eth0" has an interface zone, which BIND does not accept here`},
 		{"bad algorithm", func(in *Input) {
 			in.Keys["transfer"] = TSIGKey{Name: "t", Algorithm: "hmac-md5", Secret: secret32}
 		}, "hmac-sha1, hmac-sha224"},

@@ -29,21 +29,23 @@ type Forwardee struct {
 func (m *model) forwarders(what string, fw []bindv1alpha1.Forwarder) ([]string, error) {
 	out := make([]string, 0, len(fw))
 	for i, f := range fw {
+		at := func() string { return what + "[" + strconv.Itoa(i) + "]" } // only for an error (subject.go)
 		if f.ClusterRef != nil {
 			t, ok := m.in.Forwardees[f.ClusterRef.Name]
 			if !ok || t.Address == "" {
-				return nil, fmt.Errorf("%s[%d] names BindCluster %q, which does not exist or has no query Service address yet", what, i, f.ClusterRef.Name)
+				return nil, fmt.Errorf("%s names BindCluster %q, which does not exist or has no query Service address yet", at(), f.ClusterRef.Name)
 			}
-			a, err := checkIP(fmt.Sprintf("%s[%d] BindCluster %q query Service address", what, i, f.ClusterRef.Name), t.Address)
+			a, err := namedOnError(func() string { return fmt.Sprintf("%s BindCluster %q query Service address", at(), f.ClusterRef.Name) },
+				func(what string) (string, error) { return checkIP(what, t.Address) })
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, a)
 			continue
 		}
-		a, err := checkIP("", f.Address)
+		a, err := namedOnError(func() string { return at() + " address" },
+			func(what string) (string, error) { return checkIP(what, f.Address) })
 		if err != nil {
-			_, err = checkIP(fmt.Sprintf("%s[%d] address", what, i), f.Address) // the error, named
 			return nil, err
 		}
 		if f.Port != nil && *f.Port != 53 {

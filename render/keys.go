@@ -54,9 +54,9 @@ func (m *model) indexKeys(keys iter.Seq2[string, TSIGKey]) (map[string]ownedKey,
 		if k.Secret == "" {
 			continue
 		}
-		k, err := checkKey("", k)
+		k, err := namedOnError(func() string { return "BindTSIGKey " + obj },
+			func(what string) (TSIGKey, error) { return checkKey(what, k) })
 		if err != nil {
-			_, err = checkKey("BindTSIGKey "+obj, k) // the error, named
 			return nil, err
 		}
 		if prev, ok := byBIND[k.Name]; ok && prev.TSIGKey != k {

@@ -361,18 +361,16 @@ func (m *model) loadZones() error {
 	forward := map[string]bool{}
 	updateView := map[string]*viewDef{} // update key -> the view whose zones it updates
 	for _, z := range zones {
-		// Each check runs without the zone's name first: a large config
-		// puts it into words only for an error.
-		v, err := m.zonePlacement("", z)
+		subject := func() string { return "BindZone " + z.Name }
+		v, err := namedOnError(subject, func(what string) (*viewDef, error) { return m.zonePlacement(what, z) })
 		if err != nil {
-			_, err = m.zonePlacement("BindZone "+z.Name, z)
 			return err
 		}
 		if err := v.claim(string(z.Spec.ZoneName), owner{"BindZone", z.Name}); err != nil {
 			return err
 		}
-		if err := m.checkZone("", z, policies); err != nil {
-			return m.checkZone("BindZone "+z.Name, z, policies)
+		if err := checkNamedOnError(subject, func(what string) error { return m.checkZone(what, z, policies) }); err != nil {
+			return err
 		}
 		switch z.Spec.Type {
 		case bindv1alpha1.ZonePrimary, "":

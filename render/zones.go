@@ -15,22 +15,19 @@ import (
 // data the operator manages, so they live in named.conf on every pod alike
 // (each pod transfers from the external primaries itself).
 func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
-	what := "BindZone " + z.Name
 	name := string(z.Spec.ZoneName)
 	c.blank()
 	c.words("zone \"", c.name("zone name", name), "\" {")
 	c.depth++
+	l, err := namedOnError(func() string { return "BindZone " + z.Name },
+		func(what string) (configZoneLists, error) { return m.configZoneLists(what, z) })
+	c.fail(err)
 	switch z.Spec.Type {
 	case bindv1alpha1.ZoneForward:
 		c.line("type forward;")
 		// A Forward zone defaults to only: the user asked for these servers.
 		c.line("forward %s;", forwardPolicy(z.Spec.ForwardPolicy, bindv1alpha1.ForwardOnly))
-		fw, err := m.forwarders(what+" spec.forwarders", z.Spec.Forwarders)
-		c.fail(err)
-		if len(fw) == 0 {
-			c.fail(fmt.Errorf("%s is a Forward zone without forwarders; add at least one", what))
-		}
-		c.list("forwarders", fw)
+		c.list("forwarders", l.forwarders)
 	case bindv1alpha1.ZoneStub, bindv1alpha1.ZoneSecondary:
 		if z.Spec.Type == bindv1alpha1.ZoneStub {
 			c.line("type stub;")
@@ -38,31 +35,56 @@ func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 			c.line("type secondary;")
 		}
 		c.words("file \"", c.name("path", m.paths.SecondaryZoneFile(v.name, name)), "\";")
-		if len(z.Spec.Primaries) == 0 {
-			c.fail(fmt.Errorf("%s is a %s zone without primaries; add at least one", what, z.Spec.Type))
-		}
-		prim := make([]string, 0, len(z.Spec.Primaries))
-		for i, p := range z.Spec.Primaries {
-			s, err := m.remoteServer("", p)
-			if err != nil {
-				_, err = m.remoteServer(what+" spec.primaries["+strconv.Itoa(i)+"]", p) // the error, named
-			}
-			c.fail(err)
-			prim = append(prim, s)
-		}
-		c.list("primaries", prim)
-		if len(z.Spec.AllowTransfer) > 0 {
-			els, err := m.matchList(what+" spec.allowTransfer", z.Spec.AllowTransfer)
-			c.fail(err)
-			c.list("allow-transfer", els)
+		c.list("primaries", l.primaries)
+		if len(l.allowTransfer) > 0 {
+			c.list("allow-transfer", l.allowTransfer)
 		}
 	}
-	if len(z.Spec.AllowQuery) > 0 {
-		els, err := m.matchList(what+" spec.allowQuery", z.Spec.AllowQuery)
-		c.fail(err)
-		c.list("allow-query", els)
+	if len(l.allowQuery) > 0 {
+		c.list("allow-query", l.allowQuery)
 	}
 	c.close()
+}
+
+// configZoneLists are the checked lists of a config zone's clause.
+type configZoneLists struct {
+	forwarders, primaries, allowTransfer, allowQuery []string
+}
+
+// configZoneLists checks the lists of a Forward, Stub or Secondary zone
+// (what, its subject, words an error: subject.go) and renders them.
+func (m *model) configZoneLists(what string, z *bindv1alpha1.BindZone) (configZoneLists, error) {
+	var l configZoneLists
+	var err error
+	switch z.Spec.Type {
+	case bindv1alpha1.ZoneForward:
+		if l.forwarders, err = m.forwarders(what+" spec.forwarders", z.Spec.Forwarders); err != nil {
+			return l, err
+		}
+		if len(l.forwarders) == 0 {
+			return l, fmt.Errorf("%s is a Forward zone without forwarders; add at least one", what)
+		}
+	case bindv1alpha1.ZoneStub, bindv1alpha1.ZoneSecondary:
+		if len(z.Spec.Primaries) == 0 {
+			return l, fmt.Errorf("%s is a %s zone without primaries; add at least one", what, z.Spec.Type)
+		}
+		l.primaries = make([]string, 0, len(z.Spec.Primaries))
+		for i, p := range z.Spec.Primaries {
+			s, err := namedOnError(func() string { return what + " spec.primaries[" + strconv.Itoa(i) + "]" },
+				func(what string) (string, error) { return m.remoteServer(what, p) })
+			if err != nil {
+				return l, err
+			}
+			l.primaries = append(l.primaries, s)
+		}
+		if l.allowTransfer, err = m.matchList(what+" spec.allowTransfer", z.Spec.AllowTransfer); err != nil {
+			return l, err
+		}
+	}
+	if l.allowQuery, err = m.matchList(what+" spec.allowQuery", z.Spec.AllowQuery); err != nil {
+		return l, err
+	}
+	return l, nil
 }
 
 // ZoneRole says which side of the cluster a runtime zone clause is for.
