@@ -442,4 +442,15 @@ func (n *Node) Agent() *agent.Client {
 // Log is what n's named wrote so far, across restarts.
 func (n *Node) Log() string { return n.log.String() }
 
+// CPU is the time n's running named has spent on a CPU since it started,
+// all its threads (testkit.RunTime): what a benchmark divides by the
+// changes it made. The entrypoint's shell execs named, so the process
+// started is named.
+func (n *Node) CPU() time.Duration {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return testkit.RunTime(n.cmd.Process.Pid)
+}
+
 func (n *Node) controlAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.ctlPort)) }

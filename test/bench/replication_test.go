@@ -128,6 +128,21 @@ func slowerSecondary(lat [][]time.Duration) []time.Duration {
 	return out
 }
 
+// cpu is the time every named of the cluster has spent on a CPU so far.
+func (c *benchCluster) cpu() time.Duration {
+	var sum time.Duration
+	for _, n := range c.Nodes {
+		sum += n.CPU()
+	}
+	return sum
+}
+
+// perChange is the CPU of every named per change made between before and
+// now.
+func (c *benchCluster) perChange(before time.Duration, changes int) time.Duration {
+	return (c.cpu() - before) / time.Duration(changes)
+}
+
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 // notifyLog counts accepted and refused NOTIFYs for zone in a node's log.
@@ -241,7 +256,9 @@ func BenchmarkReplication(b *testing.B) {
 		// NOTIFY from 127.0.0.1 while the secondaries transfer from [::1].
 		tuned := startCluster(b, v1.ReplicationTuning{}, 2)
 		tuned.addZone(tuned.zone("lat.bench"), true)
+		cpuBefore := tuned.cpu()
 		lat, missed := tuned.propagation("lat.bench", tunedChanges, 10*time.Second)
+		cpu := tuned.perChange(cpuBefore, tunedChanges)
 		if missed > 0 {
 			b.Fatalf("%d of %d changes were not served on every secondary within 10 s", missed, tunedChanges)
 		}
@@ -251,7 +268,9 @@ func BenchmarkReplication(b *testing.B) {
 		thousand := ptr.To(int32(1000))
 		tick := startCluster(b, v1.ReplicationTuning{NotifyRate: thousand, StartupNotifyRate: thousand, SerialQueryRate: thousand}, 2)
 		tick.addZone(tick.zone("tick.bench"), true)
+		tickBefore := tick.cpu()
 		tickLat, tickMissed := tick.propagation("tick.bench", tunedChanges, 10*time.Second)
+		tickCPU := tick.perChange(tickBefore, tunedChanges)
 		if tickMissed > 0 {
 			b.Fatalf("rates of 1,000/s: %d of %d changes were not served on every secondary within 10 s", tickMissed, tunedChanges)
 		}
@@ -311,6 +330,8 @@ func BenchmarkReplication(b *testing.B) {
 			fmt.Fprintf(w, "| update → served, both secondaries, %s (operator n=%d; defaults n=%d) | %s | %s | BIND defaults: notify-delay 5, notify-rate/startup-notify-rate/serial-query-rate 20 | %.0f× faster | — |\n",
 				p.name, len(allTuned), len(allDef), ms(op), ms(base), float64(base)/float64(op))
 		}
+		fmt.Fprintf(w, "| named's CPU per change, the primary and both secondaries (schedstat) | %s | %s | rates of 1,000/s | %.0f%% | — |\n",
+			ms(cpu), ms(tickCPU), 100*cpu.Seconds()/tickCPU.Seconds())
 		fmt.Fprintf(w, "| zones created/s through the agent, one batch ensure of %d (mTLS, validation, seed write, addzone) | %.0f/s (%v) | %.0f/s (%v) | one rndc control session: seed write + addzone per zone | %.0f%% | ≥ 1,000/s |\n",
 			zonesCreated, rate(batchD), batchD.Round(time.Millisecond), rate(rndcD), rndcD.Round(time.Millisecond), 100*rndcD.Seconds()/batchD.Seconds())
 		fmt.Fprintf(w, "| zones created/s through the agent, %d single ensures from 8 callers (the BindZone controller's workers) | %.0f/s (%v) | %.0f/s (%v) | same rndc session | %.0f%% | — |\n",
@@ -322,6 +343,7 @@ func BenchmarkReplication(b *testing.B) {
 		b.ReportMetric(float64(pct(allTuned, 0.5))/float64(time.Millisecond), "p50-ms")
 		b.ReportMetric(float64(pct(allTuned, 0.99))/float64(time.Millisecond), "p99-ms")
 		b.ReportMetric(rate(batchD), "zones/s")
+		b.ReportMetric(float64(cpu)/float64(time.Millisecond), "named-cpu-ms/change")
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // The CPU pressure probe says that tasks waited for a CPU during the edits;
@@ -22,12 +24,8 @@ import (
 type processTime struct {
 	comm    string
 	start   string // when it started (/proc/<pid>/stat), to tell a reused pid
-	threads map[string]threadTime
+	threads map[string]testkit.ThreadTime
 }
-
-// threadTime is one thread's schedstat: time on a CPU, time runnable on a
-// run queue.
-type threadTime struct{ run, wait time.Duration }
 
 // processTimes holds a reading, by pid.
 type processTimes struct {
@@ -56,28 +54,11 @@ func readProcessTimes() (processTimes, error) {
 		if err != nil {
 			continue
 		}
-		p := processTime{comm: strings.TrimSpace(string(comm)), start: procStartTime(stat), threads: map[string]threadTime{}}
-		tasks, err := os.ReadDir(filepath.Join("/proc", e.Name(), "task"))
+		threads, err := testkit.ReadThreadTimes(e.Name())
 		if err != nil {
 			continue
 		}
-		for _, task := range tasks {
-			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "task", task.Name(), "schedstat"))
-			if err != nil {
-				continue
-			}
-			f := strings.Fields(string(b))
-			if len(f) < 2 {
-				continue
-			}
-			run, err1 := strconv.ParseInt(f[0], 10, 64)
-			wait, err2 := strconv.ParseInt(f[1], 10, 64)
-			if err1 != nil || err2 != nil {
-				continue
-			}
-			p.threads[task.Name()] = threadTime{run: time.Duration(run), wait: time.Duration(wait)}
-		}
-		out.procs[pid] = p
+		out.procs[pid] = processTime{comm: strings.TrimSpace(string(comm)), start: procStartTime(stat), threads: threads}
 	}
 	return out, nil
 }
@@ -109,8 +90,8 @@ func cpuTimeSummary(before, after processTimes, top int) string {
 		var run, wait time.Duration
 		for tid, at := range a.threads {
 			bt := b.threads[tid]
-			run += max(at.run-bt.run, 0)
-			wait += max(at.wait-bt.wait, 0)
+			run += max(at.Run-bt.Run, 0)
+			wait += max(at.Wait-bt.Wait, 0)
 		}
 		name := a.comm
 		if pid == self {

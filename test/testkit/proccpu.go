@@ -67,3 +67,48 @@ func procCPU(pid string) (cpu time.Duration, comm string, ppid int) {
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * clockTick, s[open+1 : end], ppid
 }
+
+// ThreadTime is one thread's schedstat: its time on a CPU and its time
+// runnable on a run queue, waiting for one. The kernel counts both in
+// nanoseconds from the scheduler's clock, so unlike /proc/PID/stat's
+// ticks they do not charge a whole tick to a thread that woke just
+// before it.
+type ThreadTime struct{ Run, Wait time.Duration }
+
+// ReadThreadTimes reads /proc/PID/task/*/schedstat, by thread id. Threads
+// that end while it reads are left out, not errors.
+func ReadThreadTimes(pid string) (map[string]ThreadTime, error) {
+	tasks, err := os.ReadDir(filepath.Join("/proc", pid, "task"))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]ThreadTime, len(tasks))
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "task", task.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		run, err1 := strconv.ParseInt(f[0], 10, 64)
+		wait, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out[task.Name()] = ThreadTime{Run: time.Duration(run), Wait: time.Duration(wait)}
+	}
+	return out, nil
+}
+
+// RunTime is the time all threads of the process pid spent on a CPU so
+// far (ReadThreadTimes); 0 when it cannot be read.
+func RunTime(pid int) time.Duration {
+	threads, _ := ReadThreadTimes(strconv.Itoa(pid))
+	var sum time.Duration
+	for _, t := range threads {
+		sum += t.Run
+	}
+	return sum
+}
