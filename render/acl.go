@@ -116,7 +116,7 @@ func (m *model) matchElement(list string, i int, e bindv1alpha1.AddressMatchElem
 	switch {
 	case e.Address != "":
 		a, err := namedOnError(func() string { return what() + " address" },
-			func(what string) (string, error) { return checkAddress(what, e.Address) })
+			func(subject string) (string, error) { return checkAddress(subject, e.Address) })
 		if err != nil {
 			return "", err
 		}
@@ -130,7 +130,7 @@ func (m *model) matchElement(list string, i int, e bindv1alpha1.AddressMatchElem
 		}
 		s = `"` + e.ACLRef + `"`
 	case e.KeyRef != "":
-		k, err := namedOnError(what, func(what string) (string, error) { return m.keyRef(what, e.KeyRef) })
+		k, err := namedOnError(what, func(subject string) (string, error) { return m.keyRef(subject, e.KeyRef) })
 		if err != nil {
 			return "", err
 		}

@@ -67,34 +67,6 @@ func TestRenderErrors(t *testing.T) {
 			}})
 		}, `BindZone fwd spec.forwarders[1] address "resolver.example" is not an IP address`},
 		{"unknown zone type", func(in *Input) { in.Zones[1].Spec.Type = "Hint" }, `BindZone example-org has unknown type "Hint"`},
-		{"forward zone without forwarders", func(in *Input) {
-			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward}})
-		}, "BindZone fwd is a Forward zone without forwarders; add at least one"},
-		{"forwarder cluster without an address", func(in *Input) {
-			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{
-				ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward,
-				Forwarders: []bindv1alpha1.Forwarder{{Address: "198.18.0.1"}, {ClusterRef: ref("inside")}},
-			}})
-			in.Forwardees = map[string]Forwardee{"inside": {Address: "inside.svc"}}
-		}, `BindZone fwd spec.forwarders[1] BindCluster "inside" query Service address "inside.svc" is not an IP address`},
-		{"secondary zone without primaries", func(in *Input) {
-			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary}})
-		}, "BindZone sec is a Secondary zone without primaries; add at least one"},
-		{"secondary zone primary that is no address", func(in *Input) {
-			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary,
-				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1"}, {Address: "ns1.example"}}}})
-		}, `BindZone sec spec.primaries[1] address "ns1.example" is not an IP address`},
-		{"stub zone primary keyed with a missing key", func(in *Input) {
-			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("stub"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "stub.example", Type: bindv1alpha1.ZoneStub,
-				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1", KeyRef: ref("ghost")}}}})
-		}, `BindZone stub spec.primaries[0] references BindTSIGKey "ghost", which does not exist`},
-		{"secondary zone allow-query that is no address", func(in *Input) {
-			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary,
-				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1"}}, AllowQuery: []bindv1alpha1.AddressMatchElement{builtin("localhost"), addr("nets")}}})
-		}, `BindZone sec spec.allowQuery[1] address "nets" is neither an IP address nor a CIDR prefix`},
-		{"acl entry that is no address", func(in *Input) {
-			in.ACLs = []bindv1alpha1.BindACL{{ObjectMeta: meta("nets"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{addr("198.18.0.0/24"), addr("fe80::1%eth0")}}}}
-		}, `BindACL nets spec.entries[1] address "fe80::1%eth0" has an interface zone, which BIND does not accept here`},
 		{"bad algorithm", func(in *Input) {
 			in.Keys["transfer"] = TSIGKey{Name: "t", Algorithm: "hmac-md5", Secret: secret32}
 		}, "hmac-sha1, hmac-sha224"},
@@ -158,6 +130,81 @@ func TestRenderErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRenderErrorMessages pins whole messages, where TestRenderErrors
+// looks for a part: the subject of a check is put into words apart from
+// the check (subject.go), so a subject named twice, or not at all, would
+// still contain the part.
+func TestRenderErrorMessages(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Input)
+		want   string
+	}{
+		{"forwarder that is no address", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{
+				ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward,
+				Forwarders: []bindv1alpha1.Forwarder{{Address: "198.18.0.1"}, {Address: "resolver.example"}},
+			}})
+		}, `BindZone fwd spec.forwarders[1] address "resolver.example" is not an IP address`},
+		{"acl entry names a missing key", func(in *Input) {
+			in.ACLs = []bindv1alpha1.BindACL{{ObjectMeta: meta("nets"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{addr("198.18.0.0/24"), keyRef("ghost")}}}}
+		}, `BindACL nets spec.entries[1] references BindTSIGKey "ghost", which does not exist; create it or fix the reference`},
+		{"unknown key", func(in *Input) { in.Zones[0].Spec.UpdateKeyRef = ref("nope") },
+			`BindZone example-com spec.updateKeyRef references BindTSIGKey "nope", which does not exist; create it or fix the reference`},
+		{"unknown zone type", func(in *Input) { in.Zones[1].Spec.Type = "Hint" }, `BindZone example-org has unknown type "Hint"`},
+		{"bad material", func(in *Input) {
+			in.Keys["transfer"] = TSIGKey{Name: "t", Algorithm: "hmac-sha256", Secret: "not base64!"}
+		}, `BindTSIGKey transfer "t" has material that is not valid base64; fix the "secret" entry of its Secret`},
+		{"forward zone without forwarders", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward}})
+		}, "BindZone fwd is a Forward zone without forwarders; add at least one"},
+		{"forwarder cluster whose address is no IP", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{
+				ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward,
+				Forwarders: []bindv1alpha1.Forwarder{{Address: "198.18.0.1"}, {ClusterRef: ref("inside")}},
+			}})
+			in.Forwardees = map[string]Forwardee{"inside": {Address: "inside.svc"}}
+		}, `BindZone fwd spec.forwarders[1] BindCluster "inside" query Service address "inside.svc" is not an IP address`},
+		{"forwarder cluster unknown", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{
+				ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward,
+				Forwarders: []bindv1alpha1.Forwarder{{ClusterRef: ref("elsewhere")}},
+			}})
+		}, `BindZone fwd spec.forwarders[0] names BindCluster "elsewhere", which does not exist or has no query Service address yet`},
+		{"secondary zone without primaries", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary}})
+		}, "BindZone sec is a Secondary zone without primaries; add at least one"},
+		{"secondary zone primary that is no address", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary,
+				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1"}, {Address: "ns1.example"}}}})
+		}, `BindZone sec spec.primaries[1] address "ns1.example" is not an IP address`},
+		{"stub zone primary keyed with a missing key", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("stub"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "stub.example", Type: bindv1alpha1.ZoneStub,
+				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1", KeyRef: ref("ghost")}}}})
+		}, `BindZone stub spec.primaries[0] references BindTSIGKey "ghost", which does not exist; create it or fix the reference`},
+		{"secondary zone allow-query that is no address", func(in *Input) {
+			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("sec"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "sec.example", Type: bindv1alpha1.ZoneSecondary,
+				Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.0.1"}}, AllowQuery: []bindv1alpha1.AddressMatchElement{builtin("localhost"), addr("nets")}}})
+		}, `BindZone sec spec.allowQuery[1] address "nets" is neither an IP address nor a CIDR prefix`},
+		{"acl entry that is no address", func(in *Input) {
+			in.ACLs = []bindv1alpha1.BindACL{{ObjectMeta: meta("nets"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{addr("198.18.0.0/24"), addr("fe80::1%eth0")}}}}
+		}, `BindACL nets spec.entries[1] address "fe80::1%eth0" has an interface zone, which BIND does not accept here`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := scenarioAuthoritative()
+			tc.mutate(&in)
+			_, err := Render(in)
+			if err == nil {
+				t.Fatalf("Render accepted it")
+			}
+			if want := "BindCluster " + in.Cluster.Name + ": " + tc.want; err.Error() != want {
+				t.Fatalf("error\n%q, want\n%q", err, want)
 			}
 		})
 	}

@@ -54,16 +54,16 @@ func (m *model) indexKeys(keys iter.Seq2[string, TSIGKey]) (map[string]ownedKey,
 		if k.Secret == "" {
 			continue
 		}
-		k, err := namedOnError(func() string { return "BindTSIGKey " + obj },
+		checked, err := namedOnError(func() string { return "BindTSIGKey " + obj },
 			func(what string) (TSIGKey, error) { return checkKey(what, k) })
 		if err != nil {
 			return nil, err
 		}
-		if prev, ok := byBIND[k.Name]; ok && prev.TSIGKey != k {
-			return nil, fmt.Errorf("BindTSIGKeys %s and %s both define BIND key %q with different material; give one of them another keyName", prev.obj, obj, k.Name)
+		if prev, ok := byBIND[checked.Name]; ok && prev.TSIGKey != checked {
+			return nil, fmt.Errorf("BindTSIGKeys %s and %s both define BIND key %q with different material; give one of them another keyName", prev.obj, obj, checked.Name)
 		}
-		byBIND[k.Name] = ownedKey{k, obj}
-		m.keyByObj[obj] = k.Name
+		byBIND[checked.Name] = ownedKey{checked, obj}
+		m.keyByObj[obj] = checked.Name
 	}
 	return byBIND, nil
 }

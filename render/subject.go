@@ -10,8 +10,9 @@ package render
 // nothing, as Go returns the one non-empty operand of a concatenation.
 
 // namedOnError runs check without a subject and, only if it fails, again
-// with subject() to word the error. It is small enough to be inlined, so
-// the closures its callers pass stay on their stacks.
+// with subject() to word the error. It is small enough to be inlined
+// (go build -gcflags=-m says so at every call), so the closures its
+// callers pass stay on their stacks.
 func namedOnError[T any](subject func() string, check func(what string) (T, error)) (T, error) {
 	v, err := check("")
 	if err != nil {

@@ -19,6 +19,9 @@ func writeConfigZone(c *conf, m *model, v *viewDef, z *bindv1alpha1.BindZone) {
 	c.blank()
 	c.words("zone \"", c.name("zone name", name), "\" {")
 	c.depth++
+	// The lists are checked before the file line's path: that path is
+	// built from the zone and view names loadZones and loadViews checked
+	// already, so its check cannot be the first to fail.
 	l, err := namedOnError(func() string { return "BindZone " + z.Name },
 		func(what string) (configZoneLists, error) { return m.configZoneLists(what, z) })
 	c.fail(err)
