@@ -442,13 +442,14 @@ func (n *Node) Agent() *agent.Client {
 // Log is what n's named wrote so far, across restarts.
 func (n *Node) Log() string { return n.log.String() }
 
-// CPU is the time n's running named has spent on a CPU since it started,
-// all its threads (testkit.RunTime): what a benchmark divides by the
-// changes it made. The entrypoint's shell execs named, so the process
-// started is named.
-func (n *Node) CPU() time.Duration {
+// CPU is the time the threads of n's named have spent on a CPU
+// (testkit.RunTime): what a benchmark divides by the changes it made.
+// The entrypoint's shell execs named, so the process started is named.
+// Like Freeze, it reads the process Restart and Wipe replace: call it
+// between them, not during.
+func (n *Node) CPU() (time.Duration, error) {
 	if n.cmd == nil || n.cmd.Process == nil {
-		return 0
+		return 0, fmt.Errorf("bindcluster: %s: named does not run", n.Name)
 	}
 	return testkit.RunTime(n.cmd.Process.Pid)
 }

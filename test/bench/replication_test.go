@@ -132,7 +132,9 @@ func slowerSecondary(lat [][]time.Duration) []time.Duration {
 func (c *benchCluster) cpu() time.Duration {
 	var sum time.Duration
 	for _, n := range c.Nodes {
-		sum += n.CPU()
+		d, err := n.CPU()
+		testkit.Must(c.b, err)
+		sum += d
 	}
 	return sum
 }

@@ -173,7 +173,7 @@ func TestInClusterBench(t *testing.T) {
 	opRequests := apiServerRequests(apiServerMetrics(ctx, t), "")
 	// The edits take 17–30 s: the profile covers most of them.
 	profiledEdits := profileAPIServer(ctx, t, "edits", 15*time.Second)
-	profiledLeaderEdits := profileLeader(ctx, t, "edits", 15*time.Second)
+	profiledLeaderEdits := profileLeaderCPU(ctx, t, "edits", 15*time.Second)
 	opLat := benchLatency(ctx, t, ips, "lat."+opZone, func(i int, value string) {
 		// A patch, as kubectl apply sends: the operator's status writes
 		// keep moving the resourceVersion.

@@ -63,30 +63,12 @@ func enableOperatorPprof(ctx context.Context, t *testing.T) {
 }
 
 // profileLeader saves, in the -operator-pprof folder, a CPU profile of
-// the operator's leader over d and its goroutines at the start and the
-// end, named after what. It runs in the background; the returned function
-// waits for it. Failures are logged, not fatal: a profile is an aid.
+// the operator's leader over d, its goroutines at the start and the end
+// and its heap, named after what. It runs in the background; the
+// returned function waits for it. Failures are logged, not fatal: a
+// profile is an aid.
 func profileLeader(ctx context.Context, t *testing.T, what string, d time.Duration) (wait func()) {
-	if *operatorPprof == "" {
-		return func() {}
-	}
-	leader := leaderPod(ctx, t)
-	// Tests talk only to loopback and the test range (docs/testing.md).
-	if ip, err := netip.ParseAddr(leader.Status.PodIP); err != nil || !localcluster.IsTestHost(ip) {
-		t.Logf("operator pprof: the leader's address %q is outside the test range; not profiling", leader.Status.PodIP)
-		return func() {}
-	}
-	base := "http://" + net.JoinHostPort(leader.Status.PodIP, operatorPprofPort) + "/debug/pprof/"
-	save := func(path, file string, timeout time.Duration) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		if err := fetchTo(ctx, base+path, filepath.Join(*operatorPprof, what+"-"+file)); err != nil {
-			t.Logf("operator pprof %s: %v", path, err)
-		}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return inBackground(t, leaderPprof(ctx, t, what), func(save saveFunc) {
 		save("goroutine?debug=1", "goroutines-start.txt", 30*time.Second)
 		save(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), "cpu.pprof", d+30*time.Second)
 		save("goroutine?debug=1", "goroutines-end.txt", 30*time.Second)
@@ -94,8 +76,57 @@ func profileLeader(ctx context.Context, t *testing.T, what string, d time.Durati
 		// The text form ends with runtime.MemStats: the heap's goal,
 		// what is idle or released, and the stacks.
 		save("heap?debug=1", "heap.txt", 30*time.Second)
+	})
+}
+
+// profileLeaderCPU is profileLeader without the goroutine and heap dumps,
+// for a phase whose latencies are measured: a dump stops the leader's
+// world, and the profile ends before the phase does.
+func profileLeaderCPU(ctx context.Context, t *testing.T, what string, d time.Duration) (wait func()) {
+	return inBackground(t, leaderPprof(ctx, t, what), func(save saveFunc) {
+		save(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), "cpu.pprof", d+30*time.Second)
+	})
+}
+
+// saveFunc saves one of the leader's pprof endpoints into a file.
+type saveFunc func(path, file string, timeout time.Duration)
+
+// leaderPprof is the saveFunc of the current leader for what, or nil when
+// -operator-pprof is off or the leader is not on a test address.
+func leaderPprof(ctx context.Context, t *testing.T, what string) saveFunc {
+	if *operatorPprof == "" {
+		return nil
+	}
+	leader := leaderPod(ctx, t)
+	// Tests talk only to loopback and the test range (docs/testing.md).
+	if ip, err := netip.ParseAddr(leader.Status.PodIP); err != nil || !localcluster.IsTestHost(ip) {
+		t.Logf("operator pprof: the leader's address %q is outside the test range; not profiling", leader.Status.PodIP)
+		return nil
+	}
+	t.Logf("profiling the operator's leader %s (%s) into %s", leader.Name, what, *operatorPprof)
+	base := "http://" + net.JoinHostPort(leader.Status.PodIP, operatorPprofPort) + "/debug/pprof/"
+	return func(path, file string, timeout time.Duration) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := fetchTo(ctx, base+path, filepath.Join(*operatorPprof, what+"-"+file)); err != nil {
+			t.Logf("operator pprof %s: %v", path, err)
+		}
+	}
+}
+
+// inBackground runs saves with save in a goroutine and returns a wait for
+// it; with no save it does nothing. A test that fails first still waits
+// for it, so that it never logs after the test ended.
+func inBackground(t *testing.T, save saveFunc, saves func(saveFunc)) (wait func()) {
+	if save == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		saves(save)
 	}()
-	t.Logf("profiling the operator's leader %s for %s into %s", leader.Name, d, *operatorPprof)
+	t.Cleanup(func() { <-done })
 	return func() { <-done }
 }
 

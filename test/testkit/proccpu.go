@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,7 +77,9 @@ func procCPU(pid string) (cpu time.Duration, comm string, ppid int) {
 type ThreadTime struct{ Run, Wait time.Duration }
 
 // ReadThreadTimes reads /proc/PID/task/*/schedstat, by thread id. Threads
-// that end while it reads are left out, not errors.
+// that end while it reads are left out, not errors; a process none of
+// whose threads could be read is one (a kernel without schedstat, or a
+// process that ended).
 func ReadThreadTimes(pid string) (map[string]ThreadTime, error) {
 	tasks, err := os.ReadDir(filepath.Join("/proc", pid, "task"))
 	if err != nil {
@@ -99,16 +102,20 @@ func ReadThreadTimes(pid string) (map[string]ThreadTime, error) {
 		}
 		out[task.Name()] = ThreadTime{Run: time.Duration(run), Wait: time.Duration(wait)}
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no thread of process %s has a readable schedstat", pid)
+	}
 	return out, nil
 }
 
-// RunTime is the time all threads of the process pid spent on a CPU so
-// far (ReadThreadTimes); 0 when it cannot be read.
-func RunTime(pid int) time.Duration {
-	threads, _ := ReadThreadTimes(strconv.Itoa(pid))
+// RunTime is the time the threads of the process pid that run now have
+// spent on a CPU (ReadThreadTimes); a thread that ended took its time
+// with it.
+func RunTime(pid int) (time.Duration, error) {
+	threads, err := ReadThreadTimes(strconv.Itoa(pid))
 	var sum time.Duration
 	for _, t := range threads {
 		sum += t.Run
 	}
-	return sum
+	return sum, err
 }
