@@ -26,10 +26,9 @@ const noAdmissionLabel = "bench.bind.unkin.net/no-webhooks"
 // runs gave anywhere from 67% to 88% for the same build: the rate of
 // either run moves with whatever else the machine does at that moment.
 // Alternating spreads that over both kinds, and the medians leave out a
-// round that one stall slowed. Seven, not three: single rounds range from
-// 69% to 91%, and the median of three moved by more than the 2 points
-// between a run and the goal of 75% (73.2% to 84.6% on one day); seven
-// add about 25 s to make bench.
+// round that one stall slowed. Seven, not three: single rounds ranged
+// from 63% to 96% on one day, and medians of three from 73.2% to 84.6%;
+// seven add about 25 s to make bench.
 const createBenchRounds = 7
 
 // BenchmarkCreateDNSRecords is the cost of the webhooks on the hottest
