@@ -12,11 +12,7 @@ import (
 // that could inject statements, fails Render with a sentence naming the
 // object and what to do.
 func TestRenderErrors(t *testing.T) {
-	cases := []struct {
-		name   string
-		mutate func(*Input)
-		want   string
-	}{
+	cases := []renderErrorCase{
 		{"missing key material", func(in *Input) {
 			k := in.Keys["transfer"]
 			k.Secret = ""
@@ -120,6 +116,24 @@ func TestRenderErrors(t *testing.T) {
 			in.Cluster.Spec.ExtraOptions = []string{"a yes;\n}; zone \"x\" {"}
 		}, "spanning several lines"},
 	}
+	runRenderErrors(t, cases, func(t *testing.T, err error, _, want string) {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	})
+}
+
+// renderErrorCase is the authoritative scenario broken by mutate, and
+// what Render must answer.
+type renderErrorCase struct {
+	name   string
+	mutate func(*Input)
+	want   string
+}
+
+// runRenderErrors renders each case, which must fail, and hands its error
+// and the cluster's name to check.
+func runRenderErrors(t *testing.T, cases []renderErrorCase, check func(t *testing.T, err error, cluster, want string)) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := scenarioAuthoritative()
@@ -128,9 +142,7 @@ func TestRenderErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Render accepted it")
 			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q does not say %q", err, tc.want)
-			}
+			check(t, err, in.Cluster.Name, tc.want)
 		})
 	}
 }
@@ -140,11 +152,7 @@ func TestRenderErrors(t *testing.T) {
 // the check (subject.go), so a subject named twice, or not at all, would
 // still contain the part.
 func TestRenderErrorMessages(t *testing.T) {
-	cases := []struct {
-		name   string
-		mutate func(*Input)
-		want   string
-	}{
+	cases := []renderErrorCase{
 		{"forwarder that is no address", func(in *Input) {
 			in.Zones = append(in.Zones, bindv1alpha1.BindZone{ObjectMeta: meta("fwd"), Spec: bindv1alpha1.BindZoneSpec{
 				ZoneName: "fwd.example", Type: bindv1alpha1.ZoneForward,
@@ -195,19 +203,11 @@ func TestRenderErrorMessages(t *testing.T) {
 			in.ACLs = []bindv1alpha1.BindACL{{ObjectMeta: meta("nets"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{addr("198.18.0.0/24"), addr("fe80::1%eth0")}}}}
 		}, `BindACL nets spec.entries[1] address "fe80::1%eth0" has an interface zone, which BIND does not accept here`},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			in := scenarioAuthoritative()
-			tc.mutate(&in)
-			_, err := Render(in)
-			if err == nil {
-				t.Fatalf("Render accepted it")
-			}
-			if want := "BindCluster " + in.Cluster.Name + ": " + tc.want; err.Error() != want {
-				t.Fatalf("error\n%q, want\n%q", err, want)
-			}
-		})
-	}
+	runRenderErrors(t, cases, func(t *testing.T, err error, cluster, want string) {
+		if want = "BindCluster " + cluster + ": " + want; err.Error() != want {
+			t.Fatalf("error\n%q, want\n%q", err, want)
+		}
+	})
 }
 
 // TestCheckReportsNamedsWords: what Render cannot know (here an extra
