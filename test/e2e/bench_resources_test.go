@@ -427,31 +427,8 @@ func metricsReaderToken(ctx context.Context, t *testing.T) string {
 // the manager or before and after it.
 func managerTimes(ctx context.Context, t *testing.T, token string) map[string]apiTimes {
 	t.Helper()
-	pods, err := env.OperatorPods(ctx)
-	testkit.Must(t, err)
-	// The metrics server's certificate is self-signed by the manager
-	// (no cert-dir for it in the overlays), so it is not verified; the
-	// address is checked to be the test network's instead.
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
-	defer hc.CloseIdleConnections()
 	out := map[string]apiTimes{}
-	for _, p := range pods {
-		ip, err := netip.ParseAddr(p.Status.PodIP)
-		if err != nil || !localcluster.IsTestHost(ip) {
-			t.Fatalf("operator pod %s has address %q, outside the test network", p.Name, p.Status.PodIP)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(ip.String(), "8443")+"/metrics", nil)
-		testkit.Must(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := hc.Do(req)
-		testkit.Must(t, err)
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := parser.TextToMetricFamilies(resp.Body)
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("metrics of %s: %s", p.Name, resp.Status)
-		}
-		testkit.Must(t, err)
+	for pod, fams := range managerMetrics(ctx, t, token) {
 		times := apiTimes{}
 		for _, m := range fams["controller_runtime_webhook_latency_seconds"].GetMetric() {
 			if strings.HasSuffix(metricLabels(m)["webhook"], "-dnsrecord") {
@@ -484,7 +461,53 @@ func managerTimes(ctx context.Context, t *testing.T, token string) map[string]ap
 				}
 			}
 		}
-		out[p.Name] = times
+		out[pod] = times
+	}
+	return out
+}
+
+// managerMetrics scrapes every manager pod's /metrics, as a Prometheus
+// holding token would, and returns the metric families by pod name.
+func managerMetrics(ctx context.Context, t *testing.T, token string) map[string]map[string]*dto.MetricFamily {
+	t.Helper()
+	pods, err := env.OperatorPods(ctx)
+	testkit.Must(t, err)
+	// The metrics server's certificate is self-signed by the manager
+	// (no cert-dir for it in the overlays), so it is not verified; the
+	// address is checked to be the test network's instead.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+	defer hc.CloseIdleConnections()
+	out := map[string]map[string]*dto.MetricFamily{}
+	for _, p := range pods {
+		ip, err := netip.ParseAddr(p.Status.PodIP)
+		if err != nil || !localcluster.IsTestHost(ip) {
+			t.Fatalf("operator pod %s has address %q, outside the test network", p.Name, p.Status.PodIP)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(ip.String(), "8443")+"/metrics", nil)
+		testkit.Must(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := hc.Do(req)
+		testkit.Must(t, err)
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := parser.TextToMetricFamilies(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("metrics of %s: %s", p.Name, resp.Status)
+		}
+		testkit.Must(t, err)
+		out[p.Name] = fams
+	}
+	return out
+}
+
+// leaderReconciles is how many reconciles each controller of the leader
+// has run (controller_runtime_reconcile_total, every result), by
+// controller name.
+func leaderReconciles(ctx context.Context, t *testing.T, token string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, m := range managerMetrics(ctx, t, token)[leaderPod(ctx, t).Name]["controller_runtime_reconcile_total"].GetMetric() {
+		out[metricLabels(m)["controller"]] += m.GetCounter().GetValue()
 	}
 	return out
 }

@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +46,8 @@ func TestInClusterZonesBench(t *testing.T) {
 	restartOperator(ctx, t)
 
 	c := benchClient(t, nil)
+	token := metricsReaderToken(ctx, t)
+	reconciles := leaderReconciles(ctx, t, token)
 	zoneName := func(i int) string { return fmt.Sprintf("z%05d.zones.e2e.example", i) }
 	requests := apiServerRequests(apiServerMetrics(ctx, t), "")
 	times := readProcessTimesAt(t)
@@ -59,6 +64,7 @@ func TestInClusterZonesBench(t *testing.T) {
 	times = append(times, readProcessTimesAt(t)...)
 	throttledSummary := throttlingSummary(throttled, operatorThrottling(ctx, t), leaderPod(ctx, t).Name)
 	requests = apiServerRequests(apiServerMetrics(ctx, t), "").minus(requests)
+	reconcilesPerZone := perZone(leaderReconciles(ctx, t, token), reconciles, n)
 	for _, ip := range ips {
 		NewWithT(t).Eventually(func() error { _, err := soaSerial(ip, zoneName(n-1)); return err }).
 			WithContext(ctx).WithTimeout(5*time.Minute).Should(Succeed(), "%s does not serve %s", ip, zoneName(n-1))
@@ -76,6 +82,8 @@ func TestInClusterZonesBench(t *testing.T) {
 			cpuTimeSummary(times[0], times[1], cpuTimeTop), ""},
 		{"", "… API requests per BindZone from the first create to every BindZone Ready, every client's (apiserver_request_total), the most frequent first",
 			requests.perObject(n), ""},
+		{"", "… reconciles per BindZone from the first create to every BindZone Ready, by controller (the leader's controller_runtime_reconcile_total), the most frequent first",
+			reconcilesPerZone, ""},
 		{"", "… the manager's CPU limit from the first create to every BindZone Ready: CFS periods (100 ms) in which it used up its quota and was stopped (its container's cpu.stat)", throttledSummary, ""},
 		{"operator: the manager's memory", fmt.Sprintf("with %d BindZones in one catalog, webhooks in-process (pods restarted before)", n), op.String(), "goal: reported"},
 		{"named: the primary's memory", fmt.Sprintf("%d zones", n), podProcessMemory(ctx, t, ns, a.Name+"-0", "named").String(), ""},
@@ -108,4 +116,23 @@ func notReadyZones(ctx context.Context, c client.Reader, ns string) (int, error)
 		}
 	}
 	return n, nil
+}
+
+// perZone is after − before of each controller's count, per zone, the
+// most frequent first.
+func perZone(after, before map[string]float64, zones int) string {
+	names := make([]string, 0, len(after))
+	for name := range after {
+		if after[name] > before[name] {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(after[b]-before[b], after[a]-before[a]), strings.Compare(a, b))
+	})
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %.2f", name, (after[name]-before[name])/float64(zones))
+	}
+	return strings.Join(parts, ", ")
 }

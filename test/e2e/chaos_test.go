@@ -639,18 +639,30 @@ func (c *chaos) killLeader(ctx context.Context, t *testing.T) {
 }
 
 // leaderPod is the operator pod that holds the leader-election Lease.
+// Right after the operator's pods were replaced the Lease still names a
+// pod that is gone, until a new one takes it over (its lease duration):
+// leaderPod waits for that, up to two minutes.
 func leaderPod(ctx context.Context, t *testing.T) corev1.Pod {
 	t.Helper()
-	var lease coordinationv1.Lease
-	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: leaderLeaseName}, &lease))
-	holder, _, _ := strings.Cut(ptr.Deref(lease.Spec.HolderIdentity, ""), "_")
-	pods, err := env.OperatorPods(ctx)
-	testkit.Must(t, err)
-	i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == holder })
-	if i < 0 {
-		t.Fatalf("the Lease names %q, which is not an operator pod", holder)
-	}
-	return pods[i]
+	var leader corev1.Pod
+	NewWithT(t).Eventually(func() error {
+		var lease coordinationv1.Lease
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: leaderLeaseName}, &lease); err != nil {
+			return err
+		}
+		holder, _, _ := strings.Cut(ptr.Deref(lease.Spec.HolderIdentity, ""), "_")
+		pods, err := env.OperatorPods(ctx)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == holder && p.DeletionTimestamp == nil })
+		if i < 0 {
+			return fmt.Errorf("the Lease names %q, which is not a running operator pod", holder)
+		}
+		leader = pods[i]
+		return nil
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return leader
 }
 
 // losePrimaryVolume deletes the primary's PersistentVolumeClaim and then
