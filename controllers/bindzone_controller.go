@@ -202,7 +202,7 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 		setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; some secondaries do not serve it yet", ptr.Deref(status.Serial, 0)))
 		return ctrl.Result{RequeueAfter: replicatingRecheck}, nil
 	}
-	setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonServed, fmt.Sprintf("zone %s is served by the primary (serial %d) and every secondary.", t.zoneName, ptr.Deref(status.Serial, 0)))
+	setServed(zone, status)
 	return ctrl.Result{}, nil
 }
 

@@ -116,7 +116,7 @@ func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	if !behind {
 		r.state.forget(req.NamespacedName)
-		r.reportCaughtUp(&zone)
+		r.reportCaughtUp(ctx, &zone, serial, now)
 		return ctrl.Result{}, nil
 	}
 	look := lookOf(serial, now)
@@ -226,11 +226,34 @@ func (s *replication) previous(zone types.NamespacedName) *serialLook {
 	return nil
 }
 
-// reportCaughtUp hands a zone whose Ready still says Replicating to the
-// BindZone controller, which reports it Served. A full channel drops it:
-// the zone's own recheck (replicatingRecheck) comes anyway.
-func (r replicationReconciler) reportCaughtUp(zone *bindv1alpha1.BindZone) {
-	if readyReason(zone) != bindv1alpha1.ReasonReplicating || r.caughtUp == nil {
+// reportCaughtUp reports Served a zone whose Ready still says
+// Replicating, now that every secondary serves the primary's serial. The
+// look just made is all that report needs, so it is a status patch here,
+// not a second full reconcile of the zone: that one asked the primary's
+// agent to ensure the zone again (unchanged), pushed its owners again and
+// queried every pod again, and at thousands of new zones those repeats
+// were half the agent's work. The patch is made only if the zone has not
+// changed since it was read (optimistic lock): a spec edit, or a status
+// its own reconcile wrote meanwhile, wins. Otherwise, or when a
+// secondary serves a serial other than the primary's (newer: the primary
+// lost its data), the zone goes to the BindZone controller, which looks
+// again and reports what it finds. A full channel drops it: the zone's own
+// recheck (replicatingRecheck) comes anyway.
+func (r replicationReconciler) reportCaughtUp(ctx context.Context, zone *bindv1alpha1.BindZone, primary uint32, secs []bindv1alpha1.SecondaryZoneStatus) {
+	if readyReason(zone) != bindv1alpha1.ReasonReplicating {
+		return
+	}
+	if zone.Status.ObservedGeneration == zone.Generation {
+		base := zone.DeepCopy()
+		if observed(&zone.Status, primary, secs) {
+			setServed(zone, &zone.Status)
+			err := r.Client.Status().Patch(ctx, zone, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+			if err == nil || apierrors.IsNotFound(err) {
+				return
+			}
+		}
+	}
+	if r.caughtUp == nil {
 		return
 	}
 	select {

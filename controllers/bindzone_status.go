@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,8 +45,14 @@ func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, 
 		status.Serial = nil
 		return false
 	}
+	return observed(status, primary, servedSerials(qctx, t.secondaries(), t.readKey, t.zoneName))
+}
+
+// observed records a look at a zone's pods in status: the primary serves
+// serial primary, and each secondary what secs says (InSync is set here).
+// It tells whether every secondary serves exactly the primary's serial.
+func observed(status *bindv1alpha1.BindZoneStatus, primary uint32, secs []bindv1alpha1.SecondaryZoneStatus) bool {
 	status.Serial = ptr.To(int64(primary))
-	secs := servedSerials(qctx, t.secondaries(), t.readKey, t.zoneName)
 	all := true
 	for i := range secs {
 		secs[i].InSync = secs[i].Serial != nil && *secs[i].Serial == int64(primary)
@@ -53,6 +60,13 @@ func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, 
 	}
 	status.Secondaries = capSecondaries(secs)
 	return all
+}
+
+// setServed reports a zone served by the primary, at the serial in
+// status, and by every secondary.
+func setServed(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus) {
+	setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonServed,
+		fmt.Sprintf("zone %s is served by the primary (serial %d) and every secondary.", zone.Spec.ZoneName, ptr.Deref(status.Serial, 0)))
 }
 
 // servedSerials asks each pod for the zone's serial and returns, per pod,

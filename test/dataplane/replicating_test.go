@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -14,8 +15,9 @@ import (
 // secondary cannot take yet (its named is frozen, SIGSTOP) leaves the zone
 // Replicating, and the zone is reported Served within seconds of the
 // secondary serving the change: the bindzone-replication controller looks
-// at the secondaries of a zone that starts Replicating and hands it back
-// to the BindZone controller (reportCaughtUp) as soon as they serve it.
+// at the secondaries of a zone that starts Replicating and reports it
+// Served itself (reportCaughtUp) as soon as they serve the primary's
+// serial, with the serials it saw.
 func TestReplicatingZoneIsServedOnceItsSecondaryCatchesUp(t *testing.T) {
 	c := newCluster(t, 1)
 	c.create(&v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "lagging"}, Spec: v1.BindZoneSpec{
@@ -43,6 +45,9 @@ func TestReplicatingZoneIsServedOnceItsSecondaryCatchesUp(t *testing.T) {
 	// Within 10 s: the zone's own recheck (replicatingRecheck, 15 s after
 	// the reconcile that reported it Replicating) must not be what makes
 	// it Served.
-	c.waitZone("lagging", v1.ReasonServed, 10*time.Second)
+	z := c.waitZone("lagging", v1.ReasonServed, 10*time.Second)
+	c.g.Expect(z.Status.Serial).NotTo(BeNil())
+	c.g.Expect(z.Status.Secondaries).To(ConsistOf(And(
+		HaveField("Pod", c.Nodes[1].Name), HaveField("Serial", Equal(z.Status.Serial)), HaveField("InSync", BeTrue()))))
 	t.Logf("secondary resumed → serves the change %s, zone Served %s", caughtUp.Round(time.Millisecond), time.Since(at).Round(time.Millisecond))
 }
