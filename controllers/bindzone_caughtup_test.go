@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,8 +22,9 @@ import (
 // bindzone-replication controller's own status patch, with the status
 // the zone's full reconcile writes. Everything else goes to the BindZone
 // controller: a secondary at another serial, a zone changed since it was
-// read, a status of an older generation. A zone that is not Replicating
-// is left alone.
+// read, a status of an older generation, a signed zone (its DS records
+// are the full reconcile's to read). A zone deleted meanwhile, or one that
+// is not Replicating, is left alone.
 func TestCaughtUpZoneIsReportedServedByTheLook(t *testing.T) {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
@@ -35,7 +37,9 @@ func TestCaughtUpZoneIsReportedServedByTheLook(t *testing.T) {
 		z := &bindv1alpha1.BindZone{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "example", Generation: 3},
 			Spec:       bindv1alpha1.BindZoneSpec{ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}, ZoneName: "example.test", Type: bindv1alpha1.ZonePrimary},
-			Status: bindv1alpha1.BindZoneStatus{ObservedGeneration: 3, Serial: ptr.To[int64](primary),
+			// The serial of the reconcile that reported it Replicating:
+			// the primary has moved on since.
+			Status: bindv1alpha1.BindZoneStatus{ObservedGeneration: 3, Serial: ptr.To[int64](primary - 1),
 				Secondaries: []bindv1alpha1.SecondaryZoneStatus{{Pod: "dns-1", Serial: ptr.To[int64](primary - 1)}, {Pod: "dns-2"}}},
 		}
 		setZoneCondition(z, &z.Status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, "the primary serves serial 7; some secondaries do not serve it yet")
@@ -49,6 +53,7 @@ func TestCaughtUpZoneIsReportedServedByTheLook(t *testing.T) {
 		zone       *bindv1alpha1.BindZone
 		secs       []bindv1alpha1.SecondaryZoneStatus
 		editBefore bool // the zone changes after the look read it
+		deleted    bool // the zone is gone after the look read it
 		served     bool // reported Served by the look
 		handedOver bool // sent to the BindZone controller
 	}{
@@ -56,6 +61,10 @@ func TestCaughtUpZoneIsReportedServedByTheLook(t *testing.T) {
 		{name: "a secondary ahead of the primary", zone: replicating(nil),
 			secs: []bindv1alpha1.SecondaryZoneStatus{{Pod: "dns-1", Serial: ptr.To[int64](primary)}, {Pod: "dns-2", Serial: ptr.To[int64](primary + 5)}}, handedOver: true},
 		{name: "changed since the look read it", zone: replicating(nil), secs: inSync(), editBefore: true, handedOver: true},
+		{name: "deleted since the look read it", zone: replicating(nil), secs: inSync(), deleted: true},
+		{name: "a signed zone", zone: replicating(func(z *bindv1alpha1.BindZone) {
+			z.Spec.DNSSECPolicyRef = &bindv1alpha1.LocalObjectReference{Name: "signed"}
+		}), secs: inSync(), handedOver: true},
 		{name: "status of an older generation", zone: replicating(func(z *bindv1alpha1.BindZone) { z.Generation = 4 }), secs: inSync(), handedOver: true},
 		{name: "already Served", zone: replicating(func(z *bindv1alpha1.BindZone) { setServed(z, &z.Status) }), secs: inSync()},
 		{name: "records refused", zone: replicating(func(z *bindv1alpha1.BindZone) {
@@ -72,26 +81,39 @@ func TestCaughtUpZoneIsReportedServedByTheLook(t *testing.T) {
 				edited.Annotations = map[string]string{"edited": "yes"}
 				g.Expect(c.Update(ctx, edited)).To(Succeed())
 			}
+			if tc.deleted {
+				g.Expect(c.Delete(ctx, read.DeepCopy())).To(Succeed())
+			}
 			before := read.Status.DeepCopy()
 			ch := make(chan event.GenericEvent, 1)
 			r := replicationReconciler{BindZoneReconciler: &BindZoneReconciler{Client: c, caughtUp: ch}, state: &replication{}}
 			r.reportCaughtUp(ctx, &read, primary, tc.secs)
 
 			var stored bindv1alpha1.BindZone
-			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(tc.zone), &stored)).To(Succeed())
-			if tc.served {
+			err := c.Get(ctx, client.ObjectKeyFromObject(tc.zone), &stored)
+			switch {
+			case tc.deleted:
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+			case tc.served:
+				g.Expect(err).NotTo(HaveOccurred())
 				// What the full reconcile writes for the same look.
-				want := before.DeepCopy()
-				g.Expect(observed(want, primary, inSync())).To(BeTrue())
-				setServed(&stored, want)
-				g.Expect(stored.Status.Serial).To(Equal(want.Serial))
-				g.Expect(stored.Status.Secondaries).To(Equal(want.Secondaries))
+				want := tc.zone.DeepCopy()
+				g.Expect(observed(&want.Status, primary, inSync())).To(BeTrue())
+				setServed(want, &want.Status)
+				g.Expect(stored.Status.Serial).To(Equal(ptr.To[int64](primary)))
+				g.Expect(stored.Status.Serial).To(Equal(want.Status.Serial))
+				g.Expect(stored.Status.Secondaries).To(Equal(want.Status.Secondaries))
+				g.Expect(stored.Status.Secondaries).To(HaveEach(HaveField("InSync", BeTrue())))
 				ready := meta.FindStatusCondition(stored.Status.Conditions, bindv1alpha1.ConditionReady)
 				g.Expect(ready).NotTo(BeNil())
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 				g.Expect(ready.Reason).To(Equal(bindv1alpha1.ReasonServed))
 				g.Expect(ready.Message).To(Equal("zone example.test is served by the primary (serial 7) and every secondary."))
 				g.Expect(ready.ObservedGeneration).To(Equal(stored.Generation))
-			} else {
+				wantReady := meta.FindStatusCondition(want.Status.Conditions, bindv1alpha1.ConditionReady)
+				g.Expect(ready.Message).To(Equal(wantReady.Message))
+			default:
+				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(stored.Status).To(Equal(*before), "the look wrote no status")
 			}
 			g.Expect(ch).To(HaveLen(map[bool]int{true: 1}[tc.handedOver]), "handed to the BindZone controller")

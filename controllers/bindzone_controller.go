@@ -93,15 +93,16 @@ type BindZoneReconciler struct {
 	agents *agentClients
 	owners *zoneOwners
 	// caughtUp carries the zones the bindzone-replication controller saw
-	// served by every secondary while their Ready said Replicating.
+	// served by every secondary while their Ready said Replicating, and
+	// could not report Served itself (reportCaughtUp).
 	caughtUp chan event.GenericEvent
 }
 
 // replicatingRecheck is how soon a zone whose secondaries do not serve
 // the primary's serial yet is reconciled again if nothing else triggers
 // it. The bindzone-replication controller watches the secondaries and
-// reconciles the zone as soon as they serve it (caughtUp); this is the
-// fallback. A full reconcile of every Replicating zone every 2 s, its
+// reports the zone Served as soon as they serve it (reportCaughtUp); this
+// is the fallback. A full reconcile of every Replicating zone every 2 s, its
 // earlier pace, starved new zones once thousands were waiting for their
 // catalog to reach the secondaries.
 const replicatingRecheck = 15 * time.Second

@@ -229,21 +229,23 @@ func (s *replication) previous(zone types.NamespacedName) *serialLook {
 // reportCaughtUp reports Served a zone whose Ready still says
 // Replicating, now that every secondary serves the primary's serial. The
 // look just made is all that report needs, so it is a status patch here,
-// not a second full reconcile of the zone: that one asked the primary's
-// agent to ensure the zone again (unchanged), pushed its owners again and
-// queried every pod again, and at thousands of new zones those repeats
-// were half the agent's work. The patch is made only if the zone has not
-// changed since it was read (optimistic lock): a spec edit, or a status
-// its own reconcile wrote meanwhile, wins. Otherwise, or when a
-// secondary serves a serial other than the primary's (newer: the primary
-// lost its data), the zone goes to the BindZone controller, which looks
-// again and reports what it finds. A full channel drops it: the zone's own
-// recheck (replicatingRecheck) comes anyway.
+// at once, rather than a reconcile of the zone that waits its turn in the
+// BindZone controller's queue. It does not spare the zone its next full
+// reconcile: the recheck its Replicating reconcile left in that queue
+// (replicatingRecheck) still comes, and finds it Served. The patch is
+// made only if the zone has not changed since it was read (optimistic
+// lock): a spec edit, or a status its own reconcile wrote meanwhile, wins.
+// Otherwise the zone goes to the BindZone controller, which looks again and
+// reports what it finds; so does a zone a secondary serves at a serial
+// other than the primary's (newer: the primary lost its data), and a
+// signed zone, whose status also carries the DS records only the full
+// reconcile reads (observeDNSSEC). A full channel drops it: the zone's own
+// recheck comes anyway.
 func (r replicationReconciler) reportCaughtUp(ctx context.Context, zone *bindv1alpha1.BindZone, primary uint32, secs []bindv1alpha1.SecondaryZoneStatus) {
 	if readyReason(zone) != bindv1alpha1.ReasonReplicating {
 		return
 	}
-	if zone.Status.ObservedGeneration == zone.Generation {
+	if zone.Status.ObservedGeneration == zone.Generation && zone.Spec.DNSSECPolicyRef == nil {
 		base := zone.DeepCopy()
 		if observed(&zone.Status, primary, secs) {
 			setServed(zone, &zone.Status)

@@ -500,14 +500,31 @@ func managerMetrics(ctx context.Context, t *testing.T, token string) map[string]
 	return out
 }
 
-// leaderReconciles is how many reconciles each controller of the leader
-// has run (controller_runtime_reconcile_total, every result), by
+// reconcileCounts is how many reconciles each controller of one manager
+// process has run (controller_runtime_reconcile_total, every result), by
 // controller name.
-func leaderReconciles(ctx context.Context, t *testing.T, token string) map[string]float64 {
+type reconcileCounts struct {
+	pod    string // the leader's pod
+	start  string // when its manager container started: counters restart with it
+	counts map[string]float64
+}
+
+// leaderReconciles reads the leader's reconcileCounts.
+func leaderReconciles(ctx context.Context, t *testing.T, token string) reconcileCounts {
 	t.Helper()
-	out := map[string]float64{}
-	for _, m := range managerMetrics(ctx, t, token)[leaderPod(ctx, t).Name]["controller_runtime_reconcile_total"].GetMetric() {
-		out[metricLabels(m)["controller"]] += m.GetCounter().GetValue()
+	leader := leaderPod(ctx, t)
+	fams, ok := managerMetrics(ctx, t, token)[leader.Name]
+	if !ok {
+		t.Fatalf("no metrics scraped from the leader %s", leader.Name)
+	}
+	out := reconcileCounts{pod: leader.Name, counts: map[string]float64{}}
+	for _, cs := range leader.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			out.start += cs.Name + "@" + cs.State.Running.StartedAt.String() + " "
+		}
+	}
+	for _, m := range fams["controller_runtime_reconcile_total"].GetMetric() {
+		out.counts[metricLabels(m)["controller"]] += m.GetCounter().GetValue()
 	}
 	return out
 }

@@ -119,20 +119,23 @@ func notReadyZones(ctx context.Context, c client.Reader, ns string) (int, error)
 }
 
 // perZone is after − before of each controller's count, per zone, the
-// most frequent first.
-func perZone(after, before map[string]float64, zones int) string {
-	names := make([]string, 0, len(after))
-	for name := range after {
-		if after[name] > before[name] {
+// most frequent first. Counts of two processes (the leader changed, or
+// its manager restarted) cannot be subtracted: that is said instead.
+func perZone(after, before reconcileCounts, zones int) string {
+	if after.pod != before.pod || after.start != before.start {
+		return fmt.Sprintf("not comparable: the leader was %s (%s) and is %s (%s)", before.pod, before.start, after.pod, after.start)
+	}
+	names := make([]string, 0, len(after.counts))
+	for name := range after.counts {
+		if after.counts[name] > before.counts[name] {
 			names = append(names, name)
 		}
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		return cmp.Or(cmp.Compare(after[b]-before[b], after[a]-before[a]), strings.Compare(a, b))
-	})
+	d := func(name string) float64 { return after.counts[name] - before.counts[name] }
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(d(b), d(a)), strings.Compare(a, b)) })
 	parts := make([]string, len(names))
 	for i, name := range names {
-		parts[i] = fmt.Sprintf("%s %.2f", name, (after[name]-before[name])/float64(zones))
+		parts[i] = fmt.Sprintf("%s %.2f", name, d(name)/float64(zones))
 	}
 	return strings.Join(parts, ", ")
 }
