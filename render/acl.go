@@ -51,6 +51,9 @@ func (m *model) checkACLCycles(acls []*bindv1alpha1.BindACL) error {
 			}
 		}
 	}
+	if len(refs) == 0 {
+		return nil // the common case: no ACL names another
+	}
 	const (
 		visiting = 1
 		done     = 2
@@ -74,6 +77,9 @@ func (m *model) checkACLCycles(acls []*bindv1alpha1.BindACL) error {
 		return nil
 	}
 	for _, a := range acls {
+		if len(refs[a.Name]) == 0 {
+			continue // names no ACL, so it closes no loop
+		}
 		if err := visit(a.Name, nil); err != nil {
 			return err
 		}

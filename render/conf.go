@@ -173,6 +173,34 @@ func (c *conf) keyElement(k string) string {
 	return `key "` + c.name("key name", k) + `"`
 }
 
+// keyList writes the list name of the elements of keys (as keyElement
+// makes them), then those of rest, as list does. The key elements go
+// straight into the text: every view lists its keys in both named.conf
+// variants, thousands of them in a large config.
+func (c *conf) keyList(name string, keys []string, rest ...[]string) {
+	for range c.depth {
+		c.b.WriteByte('\t')
+	}
+	c.b.WriteString(name)
+	c.b.WriteString(" { ")
+	sep := ""
+	for _, k := range keys {
+		c.b.WriteString(sep)
+		c.b.WriteString(`key "`)
+		c.b.WriteString(c.name("key name", k))
+		c.b.WriteByte('"')
+		sep = "; "
+	}
+	for _, els := range rest {
+		for _, e := range els {
+			c.b.WriteString(sep)
+			c.b.WriteString(e)
+			sep = "; "
+		}
+	}
+	c.b.WriteString("; };\n")
+}
+
 func (c *conf) fail(err error) {
 	if err != nil && c.err == nil {
 		c.err = err

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -35,5 +36,25 @@ func TestKeyMaterialWithLineBreaks(t *testing.T) {
 				t.Errorf("named-checkconf refuses the keys: %v", err)
 			}
 		})
+	}
+}
+
+// validBase64 reads material as base64.StdEncoding.DecodeString does,
+// on its stack buffer and past it.
+func TestValidBase64(t *testing.T) {
+	long := base64.StdEncoding.EncodeToString(make([]byte, 300))
+	for in, want := range map[string]bool{
+		secret32:                     true,
+		long:                         true,
+		long[:40] + "\n" + long[40:]: true, // wrapped, as DecodeString reads it
+		"":                           false,
+		"not base64!":                false,
+		long[:len(long)-1]:           false,
+		"====":                       false,
+	} {
+		_, err := base64.StdEncoding.DecodeString(in)
+		if got := validBase64(in); got != want || got != (err == nil && in != "") {
+			t.Errorf("validBase64(%.20q…) = %v, want %v (DecodeString: %v)", in, got, want, err)
+		}
 	}
 }

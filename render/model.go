@@ -62,6 +62,7 @@ type viewDef struct {
 	// from. Both are "" / empty for the top level.
 	key        string
 	updateKeys []string
+	keys       []string                 // key, then updateKeys: what the view's match lists admit first
 	zonesText  *renderedText            // zones, rendered once for both variants (configZonesText)
 	zones      []*bindv1alpha1.BindZone // config zones (Forward, Stub, Secondary), sorted by zone name
 	policies   []*policyDef             // sorted by (order, name)
@@ -84,26 +85,40 @@ type catalogDef struct {
 	defaultPrimaries []string
 }
 
+// byName sorts items by name, and items of one name (the same name in two
+// namespaces, a zone name two objects declare) by tie. Only those are
+// compared by tie: sorting the names alone moves smaller elements and
+// makes cheaper comparisons, and 10,000 names take half the time
+// (BenchmarkRender).
 func byName[T any](items []T, name func(*T) (string, string)) []*T {
-	// The keys are read once, not twice per comparison.
+	// The names are read once, not twice per comparison.
 	type keyed struct {
-		name, tie string
-		item      *T
+		name string
+		item *T
 	}
 	ks := make([]keyed, len(items))
 	for i := range items {
-		n, t := name(&items[i])
-		ks[i] = keyed{n, t, &items[i]}
+		n, _ := name(&items[i])
+		ks[i] = keyed{n, &items[i]}
 	}
-	slices.SortFunc(ks, func(a, b keyed) int {
-		if c := strings.Compare(a.name, b.name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.tie, b.tie)
-	})
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.name, b.name) })
 	out := make([]*T, len(ks))
 	for i, k := range ks {
 		out[i] = k.item
+	}
+	for i := 0; i < len(ks); {
+		j := i + 1
+		for j < len(ks) && ks[j].name == ks[i].name {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(out[i:j], func(a, b *T) int {
+				_, ta := name(a)
+				_, tb := name(b)
+				return strings.Compare(ta, tb)
+			})
+		}
+		i = j
 	}
 	return out
 }
@@ -403,6 +418,7 @@ func (m *model) loadZones() error {
 	m.forwardKeys = sortedKeys(forward)
 	for _, v := range m.views {
 		slices.Sort(v.updateKeys)
+		v.keys = slices.Concat([]string{v.key}, v.updateKeys)
 	}
 	m.addViewKeysACL()
 	return nil

@@ -124,13 +124,15 @@ func (m *model) renderConfigZones() {
 		})
 	}
 	wg.Wait()
-	var b strings.Builder
+	// A scope of one piece (every view of up to configZonePiece zones)
+	// keeps that piece's text as it is: strings.Join copies nothing then.
+	var texts []string
 	for i := 0; i < len(pieces); {
 		v := pieces[i].v
-		b.Reset()
+		texts = texts[:0]
 		var err error
 		for ; i < len(pieces) && pieces[i].v == v; i++ {
-			b.WriteString(pieces[i].text)
+			texts = append(texts, pieces[i].text)
 			if err == nil {
 				err = pieces[i].err
 			}
@@ -138,14 +140,15 @@ func (m *model) renderConfigZones() {
 		if err != nil {
 			v.zonesText = &renderedText{"", err}
 		} else {
-			v.zonesText = &renderedText{b.String(), nil}
+			v.zonesText = &renderedText{strings.Join(texts, ""), nil}
 		}
 	}
 }
 
-// confSizeHint is about the length of a named.conf: its config zones (when
-// rendered already) and some 100 bytes per ACL, view and key reference, so
-// the text is not grown by doubling from nothing.
+// confSizeHint is a little over the length of a named.conf: its config
+// zones (when rendered already), its ACLs, and 512 bytes per view, so the
+// text is neither grown by doubling from nothing nor a megabyte too large
+// (10,000 ACLs, zones and keys: 2.0 MB for 1.8).
 func (m *model) confSizeHint() int {
 	n := 16 << 10
 	for _, v := range append([]*viewDef{m.global}, m.views...) {
@@ -153,7 +156,13 @@ func (m *model) confSizeHint() int {
 			n += len(v.zonesText.text)
 		}
 	}
-	return n + 100*(len(m.acls)+len(m.views)+len(m.keys))
+	for _, a := range m.acls {
+		n += 16 + len(a.name) // acl "name" {\n};\n
+		for _, e := range a.entries {
+			n += 3 + len(e) // \te;\n
+		}
+	}
+	return n + 512*len(m.views)
 }
 
 // configZonePiece is how many config zones one worker renders at a time.

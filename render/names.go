@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // quote returns s as a quoted named.conf string. CRD schemas and webhooks
@@ -72,16 +73,19 @@ func zoneStem(name string) string {
 // checkAddress accepts an IP address or CIDR prefix and returns it in its
 // canonical text form, so "2001:DB8::1" and "2001:db8::1" render alike.
 func checkAddress(what, s string) (string, error) {
-	if a, err := netip.ParseAddr(s); err == nil {
-		if a.Zone() != "" {
-			return "", fmt.Errorf("%s %q has an interface zone, which BIND does not accept here", what, s)
+	// An address never holds a "/": a prefix is parsed as one at once,
+	// not after a failed (and allocating) parse as an address.
+	if !strings.Contains(s, "/") {
+		if a, err := netip.ParseAddr(s); err == nil {
+			if a.Zone() != "" {
+				return "", fmt.Errorf("%s %q has an interface zone, which BIND does not accept here", what, s)
+			}
+			return canonicalAddr(s, a), nil
 		}
-		return a.String(), nil
-	}
-	if p, err := netip.ParsePrefix(s); err == nil {
+	} else if p, err := netip.ParsePrefix(s); err == nil {
 		// BIND rejects a prefix with host bits set ("address/prefix length
 		// mismatch"); the CEL rule accepts it, so mask here.
-		return p.Masked().String(), nil
+		return canonicalPrefix(s, p.Masked()), nil
 	}
 	return "", fmt.Errorf("%s %q is neither an IP address nor a CIDR prefix", what, s)
 }
@@ -91,5 +95,25 @@ func checkIP(what, s string) (string, error) {
 	if err != nil || a.Zone() != "" {
 		return "", fmt.Errorf("%s %q is not an IP address", what, s)
 	}
-	return a.String(), nil
+	return canonicalAddr(s, a), nil
+}
+
+// canonicalAddr is a's text form, which is s itself when s is written
+// that way already: the webhooks store addresses canonical, so a large
+// config reuses its input's strings rather than making each anew.
+func canonicalAddr(s string, a netip.Addr) string {
+	var buf [64]byte // an IPv6 address with a zone is at most 56 bytes
+	if b := a.AppendTo(buf[:0]); string(b) != s {
+		return string(b)
+	}
+	return s
+}
+
+// canonicalPrefix is canonicalAddr for a prefix.
+func canonicalPrefix(s string, p netip.Prefix) string {
+	var buf [64]byte // an IPv6 prefix is at most 43 bytes
+	if b := p.AppendTo(buf[:0]); string(b) != s {
+		return string(b)
+	}
+	return s
 }

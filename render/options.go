@@ -60,11 +60,7 @@ func writeOptions(c *conf, m *model, r role) {
 		c.line("notify no;")
 		c.line("serial-query-rate %d;", orDefault(t.SerialQueryRate, bindv1alpha1.DefaultSerialQueryRate))
 		if len(m.notifyKeys) > 0 {
-			els := make([]string, len(m.notifyKeys))
-			for i, k := range m.notifyKeys {
-				els[i] = c.keyElement(k)
-			}
-			c.list("allow-notify", els)
+			c.keyList("allow-notify", m.notifyKeys)
 		}
 		if len(m.forwardKeys) > 0 {
 			// Clients that reach a secondary (the query Service picks
@@ -72,11 +68,7 @@ func writeOptions(c *conf, m *model, r role) {
 			// signed UPDATE verbatim to the primary, which checks the
 			// signature against the zone's allow-update. A key of one
 			// zone gains nothing on another zone.
-			els := make([]string, len(m.forwardKeys))
-			for i, k := range m.forwardKeys {
-				els[i] = c.keyElement(k)
-			}
-			c.list("allow-update-forwarding", els)
+			c.keyList("allow-update-forwarding", m.forwardKeys)
 		}
 		writeCatalogConsumer(c, m)
 	}

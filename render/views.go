@@ -1,7 +1,5 @@
 package render
 
-import "slices"
-
 // writeView writes one view. Views come sorted by (order, name): BIND uses
 // the first view that matches, so the order is part of the meaning.
 func writeView(c *conf, m *model, v *viewDef, r role) {
@@ -13,7 +11,6 @@ func writeView(c *conf, m *model, v *viewDef, r role) {
 	// matched as the user wrote it. So the operator's UPDATEs and checks,
 	// the secondaries' transfers and the primary's NOTIFYs reach the
 	// zone's own view whatever address they come from (pod IPs change).
-	own := v.keyElements(c)
 	var others []string
 	if len(m.views) > 1 {
 		// One ACL of every view's keys keeps this linear in the views:
@@ -26,11 +23,11 @@ func writeView(c *conf, m *model, v *viewDef, r role) {
 		c.fail(err)
 		clients = els
 	}
-	c.list("match-clients", slices.Concat(own, others, clients))
+	c.keyList("match-clients", v.keys, others, clients)
 	if len(s.MatchDestinations) > 0 {
 		els, err := m.matchList(what+" spec.matchDestinations", s.MatchDestinations)
 		c.fail(err)
-		c.list("match-destinations", slices.Concat(own, els))
+		c.keyList("match-destinations", v.keys, els)
 	}
 	if s.MatchRecursiveOnly {
 		c.line("match-recursive-only yes;")
@@ -65,15 +62,6 @@ func writeView(c *conf, m *model, v *viewDef, r role) {
 // BindACL's name, so it never clashes with one.
 const viewKeysACL = "bind-operator/view-keys"
 
-// keyElements are the address-match elements of the view's keys.
-func (v *viewDef) keyElements(c *conf) []string {
-	els := []string{c.keyElement(v.key)}
-	for _, k := range v.updateKeys {
-		els = append(els, c.keyElement(k))
-	}
-	return els
-}
-
 // addViewKeysACL declares viewKeysACL when there are views to tell apart.
 func (m *model) addViewKeysACL() {
 	if len(m.views) < 2 {
@@ -82,7 +70,9 @@ func (m *model) addViewKeysACL() {
 	c := newConf()
 	var entries []string
 	for _, v := range m.views {
-		entries = append(entries, v.keyElements(c)...)
+		for _, k := range v.keys {
+			entries = append(entries, c.keyElement(k))
+		}
 	}
 	m.acls = append(m.acls, aclDef{name: viewKeysACL, entries: entries})
 }
