@@ -58,3 +58,39 @@ func TestValidBase64(t *testing.T) {
 		}
 	}
 }
+
+// Several BindTSIGKeys may define one BIND key with one material: keys.conf
+// holds it once, between its neighbours by name. With a second material
+// the render refuses, whichever pair is listed first.
+func TestOneBINDKeyOfSeveralObjects(t *testing.T) {
+	in := scenarioAuthoritative()
+	k := in.Keys["partner"]
+	for _, obj := range []string{"partner-2", "partner-3", "a-partner"} {
+		in.Keys[obj] = k
+	}
+	out, err := Render(in)
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	keys := string(out.SecretData[FileKeys])
+	if n := strings.Count(keys, `key "`+k.Name+`"`); n != 1 {
+		t.Errorf("keys.conf defines %q %d times, want once:\n%s", k.Name, n, keys)
+	}
+	base, err := Render(scenarioAuthoritative())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(base.SecretData[FileKeys]) != keys {
+		t.Errorf("keys.conf changed by objects that repeat a key:\n%s", keys)
+	}
+	other := k
+	other.Secret = secret64
+	in.Keys["partner-3"] = other
+	for range 20 { // the map's order changes from one render to the next
+		_, err := Render(in)
+		want := `BindTSIGKeys partner-2 and partner-3 both define BIND key "` + k.Name + `" with different material`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Render = %v, want an error saying %q", err, want)
+		}
+	}
+}

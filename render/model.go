@@ -22,10 +22,9 @@ type model struct {
 	primary  string // PrimaryAddress, canonical; "" when unknown
 	primPort int32
 
-	keys      []TSIGKey           // sorted by BIND name, deduplicated
-	keyByBIND map[string]ownedKey // keys by BIND name
-	viewKeys  []TSIGKey           // the views' keys, in view order
-	keyByObj  map[string]string   // BindTSIGKey object name -> BIND key name
+	keys     []TSIGKey         // sorted by BIND name, deduplicated
+	viewKeys []TSIGKey         // the views' keys, in view order
+	keyByObj map[string]string // BindTSIGKey object name -> BIND key name
 
 	acls       []aclDef
 	aclNames   map[string]bool
@@ -238,7 +237,7 @@ func (m *model) viewKey(view string) (TSIGKey, error) {
 	if err != nil {
 		return k, err
 	}
-	if _, ok := m.keyByBIND[k.Name]; ok {
+	if m.hasKey(k.Name) {
 		return k, fmt.Errorf("a BindTSIGKey uses the key name %q of %s; give it another keyName", k.Name, what)
 	}
 	return k, nil

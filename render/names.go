@@ -42,17 +42,25 @@ func safeName(what, s string) error {
 // character is never one of them.
 func badByte(s string) int {
 	for i := 0; i < len(s); i++ {
-		switch r := s[i]; r {
-		case '"', ';', '{', '}', '\\', '#', 0x7f:
+		if badBytes[s[i]] {
 			return i
-		default:
-			if r <= ' ' {
-				return i
-			}
 		}
 	}
 	return -1
 }
+
+// badBytes are the bytes badByte looks for: whitespace and the other
+// control characters, and what ends a string or a block or starts a
+// comment. A table, as every name of a large config passes through here.
+var badBytes = func() (t [256]bool) {
+	for b := range ' ' + 1 {
+		t[b] = true
+	}
+	for _, b := range []byte{'"', ';', '{', '}', '\\', '#', 0x7f} {
+		t[b] = true
+	}
+	return t
+}()
 
 // Zone names and the other names of the objects arrive in the canonical
 // form the webhooks store (package records: lowercase, no trailing dot,

@@ -41,3 +41,26 @@ func TestCheckAddress(t *testing.T) {
 		}
 	}
 }
+
+// badByte finds the first byte that could end a string or a block or
+// start a comment, whatever surrounds it, and nothing else.
+func TestBadByte(t *testing.T) {
+	for b := range 256 {
+		bad := b <= ' ' || strings.ContainsRune("\";{}\\#\x7f", rune(b))
+		for _, s := range []string{string([]byte{byte(b)}), "ok-" + string([]byte{byte(b)}) + "-ok"} {
+			want := -1
+			if bad {
+				want = strings.IndexByte(s, byte(b))
+			}
+			if got := badByte(s); got != want {
+				t.Errorf("badByte(%q) = %d, want %d", s, got, want)
+			}
+		}
+	}
+	if got := badByte("zone.example"); got != -1 {
+		t.Errorf("badByte(zone.example) = %d", got)
+	}
+	if got := badByte("zöne\"x"); got != len("zöne") {
+		t.Errorf("badByte(zöne\"x) = %d, want %d", got, len("zöne"))
+	}
+}
