@@ -15,15 +15,26 @@ import (
 // differ, and so do a key moving from ConfigData to SecretData.
 func ConfigHash(r Result) string {
 	h := sha256.New()
-	writeField(h, []byte("bind-operator/config-hash/v1"))
+	// The strings go through one buffer, not a []byte copy each: a large
+	// cluster's named.conf variants are megabytes.
+	buf := make([]byte, 32<<10)
+	writeString := func(s string) {
+		writeLen(h, len(s))
+		for len(s) > 0 {
+			n := copy(buf, s)
+			h.Write(buf[:n])
+			s = s[n:]
+		}
+	}
+	writeString("bind-operator/config-hash/v1")
 	writeLen(h, len(r.ConfigData))
 	for _, k := range sortedKeys(r.ConfigData) {
-		writeField(h, []byte(k))
-		writeField(h, []byte(r.ConfigData[k]))
+		writeString(k)
+		writeString(r.ConfigData[k])
 	}
 	writeLen(h, len(r.SecretData))
 	for _, k := range sortedKeys(r.SecretData) {
-		writeField(h, []byte(k))
+		writeString(k)
 		writeField(h, r.SecretData[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
