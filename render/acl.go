@@ -51,9 +51,6 @@ func (m *model) checkACLCycles(acls []*bindv1alpha1.BindACL) error {
 			}
 		}
 	}
-	if len(refs) == 0 {
-		return nil // the common case: no ACL names another
-	}
 	const (
 		visiting = 1
 		done     = 2

@@ -133,20 +133,7 @@ func (c *conf) comment(s string) { c.line("# %s", s) }
 
 // list writes `name { e1; e2; };` on one line, the form BIND prints for
 // short address lists.
-func (c *conf) list(name string, elems []string) {
-	for range c.depth {
-		c.b.WriteByte('\t')
-	}
-	c.b.WriteString(name)
-	c.b.WriteString(" { ")
-	for i, e := range elems {
-		if i > 0 {
-			c.b.WriteString("; ")
-		}
-		c.b.WriteString(e)
-	}
-	c.b.WriteString("; };\n")
-}
+func (c *conf) list(name string, elems []string) { c.keyList(name, nil, elems) }
 
 // q quotes a name, recording the first failure.
 func (c *conf) q(what, s string) string {
@@ -173,10 +160,10 @@ func (c *conf) keyElement(k string) string {
 	return `key "` + c.name("key name", k) + `"`
 }
 
-// keyList writes the list name of the elements of keys (as keyElement
-// makes them), then those of rest, as list does. The key elements go
-// straight into the text: every view lists its keys in both named.conf
-// variants, thousands of them in a large config.
+// keyList is list of the elements of keys (as keyElement makes them),
+// then those of rest. The key elements go straight into the text: every
+// view lists its keys in both named.conf variants, thousands of them in a
+// large config.
 func (c *conf) keyList(name string, keys []string, rest ...[]string) {
 	for range c.depth {
 		c.b.WriteByte('\t')
