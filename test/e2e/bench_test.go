@@ -170,7 +170,9 @@ func TestInClusterBench(t *testing.T) {
 	token := metricsReaderToken(ctx, t)
 	editsBefore := managerTimes(ctx, t, token)
 	opTimes := readProcessTimesAt(t)
-	opRequests := apiServerRequests(apiServerMetrics(ctx, t), "")
+	metricsBefore := apiServerMetrics(ctx, t)
+	opRequests := apiServerRequests(metricsBefore, "")
+	heapBefore := readAPIServerHeap(metricsBefore)
 	// The edits take 17–30 s: the profile covers most of them.
 	profiledEdits := profileAPIServer(ctx, t, "edits", 15*time.Second)
 	profiledLeaderEdits := profileLeaderCPU(ctx, t, "edits", 15*time.Second)
@@ -184,7 +186,9 @@ func TestInClusterBench(t *testing.T) {
 		}
 	})
 	opTimes = append(opTimes, readProcessTimesAt(t)...)
-	opRequests = apiServerRequests(apiServerMetrics(ctx, t), "").minus(opRequests)
+	metricsAfter := apiServerMetrics(ctx, t)
+	opRequests = apiServerRequests(metricsAfter, "").minus(opRequests)
+	heapAfter := readAPIServerHeap(metricsAfter)
 	profiledEdits()
 	profiledLeaderEdits()
 	var diskSamples []diskSample
@@ -220,6 +224,8 @@ func TestInClusterBench(t *testing.T) {
 		benchRow{"… during the DNSRecord edits", "", cpuTimeSummary(opTimes[0], opTimes[1], cpuTimeTop), ""},
 		benchRow{"the API server during the DNSRecord edits", "requests per edit, every client's (apiserver_request_total), the most frequent first",
 			opRequests.perObject(benchChanges), ""},
+		benchRow{"", "… its Go heap and watch cache (go_memstats_heap_inuse_bytes, go_gc_duration_seconds, watch_cache_capacity)",
+			heapSummary(heapBefore, heapAfter), ""},
 		benchRow{"the manager's CPU limit during the edits", "CFS periods (100 ms) in which the manager used up its quota and was stopped (its container's cpu.stat)", editsThrottled, ""},
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
