@@ -8,13 +8,13 @@ import (
 )
 
 // apiServerHeap is the API server's Go heap and its DNSRecord watch cache
-// at one moment, from its /metrics (apiServerMetrics). The API server's
-// CPU per write grows with its live heap (each GC cycle marks all of it),
-// and the heap is mostly what its watch caches hold: a watch cache that
+// at one moment, from its /metrics (apiServerMetrics). A watch cache that
 // took a burst of writes keeps that many events (and their objects) until
-// later writes let it shrink. So a latency measured right after another
-// bench churned 30,000 DNSRecord writes is a different API server from
-// one measured on a steady cluster: this reading says which it was.
+// later writes let it shrink, so right after another bench's 30,000
+// DNSRecord writes the API server had three to four times the heap, and
+// the edits measured slower in two of three runs (docs/behaviours.md, "An
+// API server that has just taken a burst"). This reading says which API
+// server a run had.
 type apiServerHeap struct {
 	inUse    float64 // go_memstats_heap_inuse_bytes
 	gcCycles float64 // go_gc_duration_seconds' count

@@ -52,10 +52,10 @@ func BenchmarkCreateDNSRecords(b *testing.B) {
 	for round := range createBenchRounds {
 		// Nothing is ever deleted here (envtest runs no namespace
 		// controller), so a round's second run meets an API server that
-		// holds the first run's objects too, and a bigger heap and watch
-		// cache cost it more per create (docs/behaviours.md, "An API
-		// server that has just taken a burst"). The order alternates from
-		// round to round, so that neither kind always runs second.
+		// holds the first run's objects too, a bigger heap and watch
+		// cache (docs/behaviours.md, "An API server that has just taken a
+		// burst"). The order alternates from round to round, so that
+		// neither kind always runs second.
 		order := []bool{false, true}
 		if round%2 == 1 {
 			order = []bool{true, false}
