@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -20,9 +21,6 @@ import (
 // change is still judged against the zone. DNSRecords are created without
 // a finalizer now; this one has the finalizer of an earlier release, set
 // by the client as an object of that release has it until the controller
-// strips it. The record carries the
-// finalizer of an earlier release, set by the client as such an object
-// has it (DNSRecords are created without one now) until the controller
 // strips it.
 func TestMetadataUpdatesSkipAdmission(t *testing.T) {
 	fixtures(t)
@@ -45,11 +43,16 @@ func TestMetadataUpdatesSkipAdmission(t *testing.T) {
 	}
 
 	// A spec change is judged against the zone as it is now (the
-	// webhooks' cache may lag the zone update a moment).
+	// webhooks' cache may lag the zone update a moment). Each attempt
+	// writes a value the record does not hold yet: once one attempt is
+	// admitted during that lag, repeating its value would leave spec
+	// alone, skip the webhooks (matchConditions) and be admitted forever.
 	var err error
+	attempt := 0
 	NewWithT(t).Eventually(func() error {
+		attempt++
 		changed := rec.DeepCopy()
-		changed.Spec.Values = []string{"192.0.2.3"}
+		changed.Spec.Values = []string{fmt.Sprintf("192.0.2.%d", 2+attempt%250)}
 		if err = k8sClient.Update(ctx, changed); err == nil {
 			rec = changed
 		}
