@@ -22,6 +22,9 @@ const timelineSlack = 5 * time.Millisecond
 // the change was on its way: each line with its time since the change
 // started. It says which leg a slow change stalled in: the UPDATE on the
 // primary, the primary's NOTIFY, the secondary's SOA query, its transfer.
+// Each change also carries the wall-clock time it started (UTC), so that
+// a trace taken on the node meanwhile (perf sched, a profile) can be cut
+// to the slow changes' windows.
 // Diagnostics only: it asserts nothing.
 func timelines(ctx context.Context, t *testing.T, ns string, pods []string, zone string, c changeLatencies, most int) string {
 	t.Helper()
@@ -40,7 +43,7 @@ func timelines(ctx context.Context, t *testing.T, ns string, pods []string, zone
 	var b strings.Builder
 	for _, i := range idx[:min(len(idx), most)] {
 		from, to := c.started[i].Add(-timelineSlack), c.started[i].Add(c.served[i]+timelineSlack)
-		fmt.Fprintf(&b, "change #%d, served by every secondary after %s (primary %s):\n", i+1, c.served[i].Round(100*time.Microsecond), c.primary[i].Round(100*time.Microsecond))
+		fmt.Fprintf(&b, "change #%d at %s, served by every secondary after %s (primary %s):\n", i+1, c.started[i].UTC().Format("15:04:05.000000"), c.served[i].Round(100*time.Microsecond), c.primary[i].Round(100*time.Microsecond))
 		for _, pod := range pods {
 			for _, line := range logs[pod] {
 				at, msg, ok := namedLine(line)
