@@ -67,9 +67,10 @@ func apiServerRequests(fams map[string]*dto.MetricFamily, resource string) apiCo
 // that say where a DNSRecord's time goes in it, by a short name.
 type apiTimes map[string]struct{ sum, count float64 }
 
-// apiServerTimes reads from fams (apiServerMetrics), for DNSRecords: the creates (POST) and the status
-// writes (PATCH status) as the API server timed them, the DNSRecord
-// webhook's admission of creates, and how long requests of
+// apiServerTimes reads from fams (apiServerMetrics), for DNSRecords: the
+// creates (POST), edits (PATCH) and status writes (PATCH status) as the API
+// server timed them, the DNSRecord webhook's admission of creates and of
+// updates, etcd's updates of DNSRecords, and how long requests of
 // ServiceAccounts (the manager's writes, without a FlowSchema of their
 // own) waited in API Priority and Fairness before they ran.
 func apiServerTimes(fams map[string]*dto.MetricFamily) apiTimes {
@@ -88,11 +89,23 @@ func apiServerTimes(fams map[string]*dto.MetricFamily) apiTimes {
 			add("POST", m.GetHistogram())
 		case l["verb"] == "PATCH" && l["subresource"] == "status":
 			add("PATCH status", m.GetHistogram())
+		case l["verb"] == "PATCH" && l["subresource"] == "":
+			add("PATCH", m.GetHistogram())
 		}
 	}
 	for _, m := range fams["apiserver_admission_webhook_admission_duration_seconds"].GetMetric() {
-		if l := metricLabels(m); strings.HasPrefix(l["name"], "mdnsrecord.") && l["operation"] == "CREATE" {
+		l := metricLabels(m)
+		switch {
+		case !strings.HasPrefix(l["name"], "mdnsrecord"):
+		case l["operation"] == "CREATE":
 			add("webhook", m.GetHistogram())
+		case l["operation"] == "UPDATE":
+			add("webhook UPDATE", m.GetHistogram())
+		}
+	}
+	for _, m := range fams["etcd_request_duration_seconds"].GetMetric() {
+		if l := metricLabels(m); l["resource"] == "dnsrecords" && l["operation"] == "update" {
+			add("etcd update", m.GetHistogram())
 		}
 	}
 	for _, m := range fams["apiserver_flowcontrol_request_wait_duration_seconds"].GetMetric() {
@@ -172,6 +185,13 @@ func (a apiTimes) mean(key string) time.Duration {
 func (a apiTimes) String() string {
 	return fmt.Sprintf("create %s (of which the webhook %s); the manager's status write %s (of which queued in API Priority and Fairness, any ServiceAccount's request: %s)",
 		a.mean("POST"), a.mean("webhook"), a.mean("PATCH status"), a.mean("queued"))
+}
+
+// editString is the table's summary for edits: where the API server's
+// time for an edit's PATCH and the manager's status write goes.
+func (a apiTimes) editString() string {
+	return fmt.Sprintf("the edit's PATCH %s (of which the webhook %s); the manager's status write %s; etcd's update of a DNSRecord %s",
+		a.mean("PATCH"), a.mean("webhook UPDATE"), a.mean("PATCH status"), a.mean("etcd update"))
 }
 
 // apiServerMetrics are the API server's metrics now, by family name.

@@ -54,6 +54,17 @@ const (
 // tail (docs/behaviours.md, "The data volume in memory").
 var benchMedium = flag.String("bench-medium", string(v1.StorageMediumMemory), "the data volume medium of TestInClusterBench's cluster: Memory or Disk")
 
+// benchPacedEvery, when set, measures the raw and DNSRecord paths a
+// second time with their changes started that far apart. Back to back,
+// each change starts when the previous is served, and the node's two CPUs
+// are 85% busy with the changes themselves (about 45 ms of CPU per edit
+// across the API server, etcd, the managers, three named and the
+// container runtime): that measures the node's capacity as much as an
+// edit's latency. Paced, the node is mostly idle between changes, as under
+// a user's edits. `make bench` sets 100ms; `make test` leaves it off (it
+// adds 2,000 changes, about 200 s).
+var benchPacedEvery = flag.Duration("bench-paced-every", 0, "TestInClusterBench measures the raw and DNSRecord paths again with changes started this far apart (0: not measured)")
+
 // benchSizeLimit bounds the bench cluster's Memory volume, below named's
 // memory limit in the sample (the zones of 10,000 records take about
 // 2 MiB).
@@ -157,9 +168,9 @@ func TestInClusterBench(t *testing.T) {
 	cpu := startCPUProbe(t)
 	throttledBefore := operatorThrottling(ctx, t)
 	rawTimes := readProcessTimesAt(t)
-	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, rawUpdate(transfer, "lat"))
+	rawLat := benchLatency(ctx, t, ips, "lat."+rawZone, 0, rawUpdate(transfer, "lat"))
 	rawTimes = append(rawTimes, readProcessTimesAt(t)...)
-	guardedLat := benchLatency(ctx, t, ips, "client."+rawZone, rawUpdate(updates, "client"))
+	guardedLat := benchLatency(ctx, t, ips, "client."+rawZone, 0, rawUpdate(updates, "client"))
 	lat := &v1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lat"},
 		Spec: v1.DNSRecordSpec{ZoneRef: v1.ZoneReference{Name: "op"}, Name: "lat", Type: "A",
@@ -176,7 +187,7 @@ func TestInClusterBench(t *testing.T) {
 	// The edits take 17–30 s: the profile covers most of them.
 	profiledEdits := profileAPIServer(ctx, t, "edits", 15*time.Second)
 	profiledLeaderEdits := profileLeaderCPU(ctx, t, "edits", 15*time.Second)
-	opLat := benchLatency(ctx, t, ips, "lat."+opZone, func(i int, value string) {
+	editLat := func(i int, value string) {
 		// A patch, as kubectl apply sends: the operator's status writes
 		// keep moving the resourceVersion.
 		patch := client.MergeFrom(lat.DeepCopy())
@@ -184,7 +195,8 @@ func TestInClusterBench(t *testing.T) {
 		if err := c.Patch(ctx, lat, patch); err != nil {
 			t.Fatalf("DNSRecord edit %d: %v", i, err)
 		}
-	})
+	}
+	opLat := benchLatency(ctx, t, ips, "lat."+opZone, 0, editLat)
 	opTimes = append(opTimes, readProcessTimesAt(t)...)
 	metricsAfter := apiServerMetrics(ctx, t)
 	opRequests = apiServerRequests(metricsAfter, "").minus(opRequests)
@@ -224,11 +236,32 @@ func TestInClusterBench(t *testing.T) {
 		benchRow{"… during the DNSRecord edits", "", cpuTimeSummary(opTimes[0], opTimes[1], cpuTimeTop), ""},
 		benchRow{"the API server during the DNSRecord edits", "requests per edit, every client's (apiserver_request_total), the most frequent first",
 			opRequests.perObject(benchChanges), ""},
+		benchRow{"", "… its mean times (apiserver_request_duration_seconds, …_admission_webhook_…, etcd_request_duration_seconds)",
+			apiServerTimes(metricsAfter).minus(apiServerTimes(metricsBefore)).editString(), ""},
 		benchRow{"", "… its Go heap and watch cache (go_memstats_heap_inuse_bytes, go_gc_duration_seconds, watch_cache_capacity)",
 			heapSummary(heapBefore, heapAfter), ""},
 		benchRow{"the manager's CPU limit during the edits", "CFS periods (100 ms) in which the manager used up its quota and was stopped (its container's cpu.stat)", editsThrottled, ""},
 		benchRow{"fallback without NOTIFY", "SOA refresh of the seed", fmt.Sprintf("%d s", render.SeedRefresh), ""},
 	)
+
+	var pacedEdits changeLatencies
+	if every := *benchPacedEvery; every > 0 {
+		rawPaced := benchLatency(ctx, t, ips, "lat."+rawZone, every, rawUpdate(transfer, "lat"))
+		pacedTimes := readProcessTimesAt(t)
+		pacedEdits = benchLatency(ctx, t, ips, "lat."+opZone, every, editLat)
+		pacedTimes = append(pacedTimes, readProcessTimesAt(t)...)
+		rows = append(rows,
+			benchRow{fmt.Sprintf("raw, paced: one signed UPDATE every %s", every), fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), rawPaced.served.summary(), "baseline"},
+			benchRow{"", "… of which", rawPaced.stages("UPDATE"), ""},
+			benchRow{fmt.Sprintf("operator, paced: one DNSRecord edit every %s", every), fmt.Sprintf("update → served on every secondary (%d changes)", benchChanges), pacedEdits.served.summary(),
+				fmt.Sprintf("p50 +%s", (pacedEdits.served.p(50) - rawPaced.served.p(50)).Round(100*time.Microsecond))},
+			benchRow{"", "… of which", pacedEdits.stages("PATCH"), ""},
+			benchRow{"", fmt.Sprintf("… the edits served in over %s", editGoal), pacedEdits.slowest(), ""},
+			benchRow{"… during the paced DNSRecord edits", "", cpuTimeSummary(pacedTimes[0], pacedTimes[1], cpuTimeTop), ""},
+		)
+	} else {
+		rows = append(rows, benchRow{"raw and operator, paced", "the same changes started at a fixed interval", "not measured (-bench-paced-every)", ""})
+	}
 
 	// Where the slowest changes waited, from named's own log lines.
 	pods := []string{a.Name + "-0", a.Name + "-1", a.Name + "-2"}
@@ -300,10 +333,20 @@ func TestInClusterBench(t *testing.T) {
 		{"deleting them takes ≤ 1.2× the creation time", fmt.Sprintf("%.2f× (%s)", deleted.Seconds()/opBulk.created.Seconds(), deleted.Round(time.Millisecond)),
 			deleted.Seconds() <= 1.2*opBulk.created.Seconds()},
 		{"API requests per DNSRecord ≤ 3", fmt.Sprintf("%.2f", opBulk.api.total()/benchRecords), opBulk.api.total() <= 3*benchRecords},
-		{"DNSRecord edit → served on every secondary, p99 ≤ 50 ms", opLat.served.p(99).Round(100 * time.Microsecond).String(), opLat.served.p(99) <= editGoal},
+		{"DNSRecord edit → served on every secondary, p99 ≤ 50 ms (back to back)", editGoalMeasured(opLat, pacedEdits), opLat.served.p(99) <= editGoal},
 		{"the manager's peak memory ≤ 100 MiB with 10,000 DNSRecords", fmt.Sprintf("%.0f MiB", mib(op.hwm)), op.hwm <= 100<<20},
 	})
 	testkit.Must(t, c.Delete(ctx, &v1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: a.Name}}))
+}
+
+// editGoalMeasured is item 3's figure: the back-to-back edits' p99, which
+// the goal is judged on, and the paced edits' beside it when measured.
+func editGoalMeasured(backToBack, paced changeLatencies) string {
+	s := backToBack.served.p(99).Round(100 * time.Microsecond).String()
+	if len(paced.served) > 0 {
+		s += fmt.Sprintf(" (paced, one every %s: %s)", *benchPacedEvery, paced.served.p(99).Round(100*time.Microsecond))
+	}
+	return s
 }
 
 type benchRow struct{ path, what, result, vs string }
@@ -408,14 +451,15 @@ func (c changeLatencies) stages(request string) string {
 // benchLatency makes benchChanges changes to name's A record with change
 // and measures each until every secondary (ips[1:]) answers the new value,
 // noting when change returned and when the primary (ips[0]) answered it.
-// Changes are spaced by the previous one being served, as a user's edits
-// would be.
+// With every 0 each change starts when the previous one is served (back
+// to back); otherwise change i starts every·i after the first, or when
+// change i-1 is served if that is later.
 //
 // The pollers are the bench's instrument and keep their load on the node
 // small: one UDP socket per server for all the changes, and the
 // secondaries asked only once the primary serves the value, as they
 // cannot before (they transfer it from the primary).
-func benchLatency(ctx context.Context, t *testing.T, ips []string, name string, change func(i int, value string)) changeLatencies {
+func benchLatency(ctx context.Context, t *testing.T, ips []string, name string, every time.Duration, change func(i int, value string)) changeLatencies {
 	t.Helper()
 	servers := make([]*localcluster.Querier, len(ips))
 	for j, ip := range ips {
@@ -425,8 +469,10 @@ func benchLatency(ctx context.Context, t *testing.T, ips []string, name string, 
 		servers[j] = q
 	}
 	var out changeLatencies
+	first := time.Now()
 	for i := range benchChanges {
 		value := benchValue(i)
+		time.Sleep(time.Until(first.Add(time.Duration(i) * every)))
 		start := time.Now()
 		out.started = append(out.started, start)
 		change(i, value)
