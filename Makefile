@@ -101,8 +101,8 @@ test: prerequisites verify-generated lint ## Install what is missing, then run e
 # (three to four times the heap; edit p99 a median of 56.6 ms over eight
 # such runs against 43.5 ms over six alone; docs/behaviours.md, "An API
 # server that has just taken a burst"). It measures the edits back to back
-# and again paced, one every 100 ms (docs/behaviours.md, "Edits at a
-# user's pace"). The second cluster runs the
+# and again paced, one every 100 ms (docs/behaviours.md, "Fewer log lines,
+# and edits at a user's pace"). The second cluster runs the
 # same 10,000 DNSRecords spread over 100 zones (issue 15 items 1 and 4), the
 # chaos runs with 10,000 DNSRecords (issue 15 item 7) and 10,000 BindZones in
 # one catalog (issue 15 item 4; skipped by make test: about 22 minutes, as
