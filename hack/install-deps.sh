@@ -5,8 +5,13 @@
 #   iproute2, util-linux, nftables                                 the local cluster's network
 #   containerd, runc, containernetworking-plugins                  the local cluster's node
 #   buildah, debootstrap                                           images without a registry
-# Services the packages start on install (named, containerd) are stopped:
-# the tests run their own instances.
+#
+# It never stops, kills or reconfigures a service it did not start. Debian's
+# packages start their services on install (named, containerd); the install
+# runs with a policy-rc.d that tells invoke-rc.d and deb-systemd-invoke not
+# to start anything, so a host's own named or containerd (Docker's, say) is
+# left exactly as it was. The tests and the local cluster run their own
+# instances, on their own sockets and folders.
 set -euo pipefail
 
 need=()
@@ -25,17 +30,24 @@ want debootstrap debootstrap
 [ ${#need[@]} -gt 0 ] || exit 0
 mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
 
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "this is not a Debian-based host: install BIND 9.18 (named, named-checkconf, rndc, dig, nsupdate, delv), iproute2, nftables, containerd, runc, the CNI plugins, buildah and debootstrap with your package manager (missing: ${need[*]})" >&2
+  exit 1
+fi
 if [ "$(id -u)" != 0 ]; then
   echo "missing ${need[*]}: run as root or install them with apt-get" >&2
   exit 1
 fi
+
+# policy-rc.d exit status 101 means "action forbidden": no service the
+# packages bring is started. A host that already has one keeps it; ours is
+# removed on exit.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  trap 'rm -f "$policy"' EXIT
+  printf '#!/bin/sh\n# bind-operator hack/install-deps.sh: no service starts while it installs.\nexit 101\n' >"$policy"
+  chmod 0755 "$policy"
+fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-# Debian starts named and containerd on install; the tests run their own.
-for svc in named containerd; do
-  if command -v systemctl >/dev/null 2>&1; then systemctl stop "$svc" >/dev/null 2>&1 || true; fi
-  if command -v service >/dev/null 2>&1; then service "$svc" stop >/dev/null 2>&1 || true; fi
-done
-pkill -x named >/dev/null 2>&1 || true
-pkill -x containerd >/dev/null 2>&1 || true
