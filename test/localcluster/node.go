@@ -27,8 +27,8 @@ var fixedPaths = []string{
 
 func (c *Cluster) containerdSocket() string { return c.opts.path("containerd", "containerd.sock") }
 
-// startNode runs containerd with its own root, state and socket, imports
-// the images, then starts the kubelet and kube-proxy and waits for the
+// startNode runs the registry, then containerd with its own root, state
+// and socket, imports the test images (the pause image), then starts the kubelet and kube-proxy and waits for the
 // node to be Ready.
 func (c *Cluster) startNode(ctx context.Context) error {
 	var created []string
@@ -84,6 +84,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		return err
 	}
 	if err := c.writeRegistryBlackhole(); err != nil {
+		return err
+	}
+	if err := c.writeRegistryHosts(); err != nil {
+		return err
+	}
+	if err := c.startRegistry(ctx); err != nil {
 		return err
 	}
 	if err := os.WriteFile(c.opts.path("containerd", "config.toml"), []byte(cfg), 0o644); err != nil {

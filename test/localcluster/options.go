@@ -8,7 +8,6 @@
 package localcluster
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -56,12 +55,22 @@ type Options struct {
 	// kube-scheduler, kube-proxy, kubelet and kubectl (default: bin/k8s of
 	// the repository, or $KUBEBUILDER_ASSETS).
 	BinDir string
-	// Images are docker-archives imported into containerd before the
-	// kubelet starts (default: every *.tar in bin/images). PauseImage must
-	// be among them.
+	// Images are docker-archives of test images imported into containerd
+	// before the kubelet starts (default: bin/images/pause.tar). PauseImage
+	// must be among them. Product images are never imported: the node pulls
+	// them from the registry.
 	Images []string
 	// PauseImage is the pods' sandbox image.
 	PauseImage string
+	// RegistryBin is the distribution registry's binary (default
+	// bin/tools/registry of the repository, make tools).
+	RegistryBin string
+	// RegistryStorage is the folder the registry serves (default
+	// bin/registry of the repository, where make images pushes).
+	RegistryStorage string
+	// RegistryHosts are the registries whose images the node pulls from
+	// the local registry (default DefaultRegistryHosts).
+	RegistryHosts []string
 	// WorkDir holds every file of the cluster (default: a new folder under
 	// /var/tmp, removed by Stop unless KeepWorkDir).
 	WorkDir     string
@@ -83,6 +92,12 @@ type Options struct {
 // DefaultPauseImage is the sandbox image hack/build-images.sh builds.
 const DefaultPauseImage = "localhost/bind-localcluster/pause:1"
 
+// DefaultPauseArchive is where hack/build-images.sh saves DefaultPauseImage.
+func DefaultPauseArchive() string { return filepath.Join(RepoRoot(), "bin", "images", "pause.tar") }
+
+// DefaultRegistryBin is the registry make tools builds.
+func DefaultRegistryBin() string { return filepath.Join(RepoRoot(), "bin", "tools", "registry") }
+
 // RepoRoot is the repository's top folder (found from this source file).
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
@@ -103,14 +118,13 @@ func (o *Options) defaults() error {
 		}
 	}
 	if o.Images == nil {
-		matches, err := filepath.Glob(filepath.Join(RepoRoot(), "bin", "images", "*.tar"))
-		if err != nil {
-			return err
-		}
-		o.Images = matches
+		o.Images = []string{DefaultPauseArchive()}
 	}
-	if len(o.Images) == 0 {
-		return errors.New("localcluster: no images to import: run `make images` (hack/build-images.sh bin/images)")
+	if o.RegistryStorage == "" {
+		o.RegistryStorage = filepath.Join(RepoRoot(), "bin", "registry")
+	}
+	if len(o.RegistryHosts) == 0 {
+		o.RegistryHosts = DefaultRegistryHosts
 	}
 	if o.WorkDir == "" {
 		dir, err := os.MkdirTemp("/var/tmp", hostPrefix+"-")

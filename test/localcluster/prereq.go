@@ -44,7 +44,19 @@ func checkPrerequisites(o *Options) error {
 			missing = append(missing, fmt.Sprintf("%s in %s (hack/build-k8s-binaries.sh %s)", b, bin, bin))
 		}
 	}
-	for _, img := range o.Images {
+	reg := o.RegistryBin
+	if reg == "" {
+		reg = DefaultRegistryBin()
+		o.RegistryBin = reg
+	}
+	if _, err := os.Stat(reg); err != nil {
+		missing = append(missing, fmt.Sprintf("the distribution registry %s (make tools: hack/build-tools.sh bin/tools registry)", reg))
+	}
+	images := o.Images
+	if images == nil {
+		images = []string{DefaultPauseArchive()}
+	}
+	for _, img := range images {
 		if _, err := os.Stat(img); err != nil {
 			missing = append(missing, fmt.Sprintf("image archive %s (make images)", img))
 		}
