@@ -1,32 +1,36 @@
 #!/usr/bin/env bash
-# Builds the container images the local cluster runs, without a registry or
-# a Docker engine, and saves each as a docker-archive that containerd
-# imports (`ctr images import`):
+# Builds the images of one version with buildah (no Docker engine) and
+# pushes the product images to a real OCI registry, from which the local
+# cluster's node pulls them by tag, as a user's node pulls a release:
 #
-#   pause          the pods' sandbox image (hack/images/pause)
-#   bind9          docker.io/internetsystemsconsortium/bind9:9.18, the operator's
-#                  default BIND image, from Debian's bind9 (hack/images/bind9)
-#   bind-operator  git.unkin.net/unkin/bind-operator:latest from the project's
-#                  own Dockerfile, unchanged
-#   bind-operator-next  (only when named) git.unkin.net/unkin/bind-operator:next,
-#                  a "next release" whose render differs by one comment line,
-#                  for the e2e test of an upgrade (test/e2e/upgrade_test.go);
-#                  written to OUTDIR/next/, which the local cluster does not
-#                  import when it starts
+#   bind-operator        $REGISTRY/bind-operator:$VERSION from ./Dockerfile:
+#                        the manager, and the agent sidecar of every BIND pod
+#   bind9                $REGISTRY/bind-operator-bind9:$VERSION from
+#                        images/bind9/Dockerfile: BIND 9.18 from Debian, the
+#                        default image of BindClusters
+#   pause                the pods' sandbox image (hack/images/pause), a test
+#                        fixture saved as OUTDIR/pause.tar, which the local
+#                        cluster imports into containerd by hand
+#
+# VERSION defaults to hack/version.sh, REGISTRY to git.unkin.net/unkin.
+# The push goes to PUSH_REGISTRY (host:port of a running registry, plain
+# HTTP) when it is set; otherwise to the project's own registry: the CNCF
+# distribution registry (bin/tools/registry, make tools), started on a
+# loopback port for the push and stopped after it, on the storage folder
+# REGISTRY_STORAGE (default bin/registry) that the local cluster's registry
+# serves (test/localcluster). A registry that does not answer fails the
+# build with its address; every push is bounded in time.
 #
 # The Dockerfiles start FROM debian:bookworm-slim and golang:1.26. Neither
 # can be pulled here, so both are made locally under those names first:
 # Debian's minbase from debootstrap plus this machine's CA bundle, and that
-# base plus the host's Go toolchain.
-#
-# Everything is cached in OUTDIR (bin/images): an archive is rebuilt only
-# when its inputs change (for bind-operator: any file of the build context),
-# and buildah's own storage (OUTDIR/.buildah: a dot folder, so `go ./...`
-# skips the Go sources inside the golang image) keeps the base images. Builds
+# base plus the host's Go toolchain. buildah's own storage lives in
+# OUTDIR/.buildah (a dot folder, so `go ./...` skips the Go sources inside
+# the golang image). An image is rebuilt only when its inputs change; builds
 # mount the host's Go module and build caches, so a rebuild after a code
 # change takes about a minute.
 #
-# usage: hack/build-images.sh OUTDIR [pause|bind9|bind-operator|bind-operator-next ...]
+# usage: hack/build-images.sh OUTDIR [pause|bind9|bind-operator ...]
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -36,11 +40,17 @@ shift
 want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(pause bind9 bind-operator)
 
+VERSION=${VERSION:-$(hack/version.sh)}
+REGISTRY=${REGISTRY:-git.unkin.net/unkin}
+COMMIT=${COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || true)}
+operator_ref=$REGISTRY/bind-operator:$VERSION
+bind_ref=$REGISTRY/bind-operator-bind9:$VERSION
+
 if [ "$(id -u)" != 0 ]; then
   echo "building images needs root (buildah with chroot isolation): run as root" >&2
   exit 1
 fi
-for cmd in buildah debootstrap; do
+for cmd in buildah debootstrap curl; do
   command -v "$cmd" >/dev/null 2>&1 || { echo "$cmd is missing: run make deps" >&2; exit 1; }
 done
 
@@ -51,7 +61,9 @@ bah() { buildah "${storage[@]}" "$@"; }
 has_image() { bah inspect --type image "$1" >/dev/null 2>&1; }
 
 work=$(mktemp -d)
+registry_pid=
 cleanup() {
+  if [ -n "$registry_pid" ]; then kill "$registry_pid" 2>/dev/null || true; wait "$registry_pid" 2>/dev/null || true; fi
   # A failed build can leave working containers (and their mounts) behind.
   bah rm --all >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -96,21 +108,15 @@ golang_base() {
   bah rm "$c" >/dev/null
 }
 
-# fresh NAME KEY: true when OUTDIR holds NAME's archive built from KEY.
-fresh() { [ -f "$out/$1.tar" ] && [ "$(cat "$out/$1.key" 2>/dev/null)" = "$2" ]; }
-
-save() { # save NAME IMAGE KEY
-  rm -f "$out/$1.tar.tmp"
-  bah push --quiet "$2" "docker-archive:$out/$1.tar.tmp:$2" >/dev/null
-  mv "$out/$1.tar.tmp" "$out/$1.tar"
-  echo "$3" >"$out/$1.key"
-  echo "images: $2 -> $out/$1.tar" >&2
-}
+# built REF KEY: true when buildah holds REF built from KEY.
+keyfile() { echo "$out/keys/$(echo "$1" | tr '/:@' '___').key"; }
+built() { has_image "$1" && [ "$(cat "$(keyfile "$1")" 2>/dev/null)" = "$2" ]; }
+mark() { mkdir -p "$out/keys"; echo "$2" >"$(keyfile "$1")"; }
 
 build_pause() {
   local key
   key=$(sha256sum hack/images/pause/main.go | cut -c1-16)
-  fresh pause "$key" && return
+  [ -f "$out/pause.tar" ] && [ "$(cat "$out/pause.key" 2>/dev/null)" = "$key" ] && return
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/pause" ./hack/images/pause
   local c
   c=$(bah from scratch)
@@ -118,77 +124,134 @@ build_pause() {
   bah config --entrypoint '["/pause"]' --user 65535:65535 "$c"
   bah commit --quiet "$c" localhost/bind-localcluster/pause:1 >/dev/null
   bah rm "$c" >/dev/null
-  save pause localhost/bind-localcluster/pause:1 "$key"
+  rm -f "$out/pause.tar.tmp"
+  bah push --quiet localhost/bind-localcluster/pause:1 "docker-archive:$out/pause.tar.tmp:localhost/bind-localcluster/pause:1" >/dev/null
+  mv "$out/pause.tar.tmp" "$out/pause.tar"
+  echo "$key" >"$out/pause.key"
+  echo "images: localhost/bind-localcluster/pause:1 -> $out/pause.tar" >&2
 }
 
 build_bind9() {
-  local key
-  key=$(sha256sum hack/images/bind9/Dockerfile | cut -c1-16)
-  fresh bind9 "$key" && return
-  debian_base
-  echo "images: building docker.io/internetsystemsconsortium/bind9:9.18 from Debian's bind9" >&2
-  bah bud --quiet --isolation chroot --pull=never -t docker.io/internetsystemsconsortium/bind9:9.18 \
-    -f hack/images/bind9/Dockerfile hack/images/bind9 >/dev/null
-  save bind9 docker.io/internetsystemsconsortium/bind9:9.18 "$key"
+  local dkey key
+  dkey=$(sha256sum images/bind9/Dockerfile | cut -c1-16)
+  key="$dkey $VERSION"
+  built "$bind_ref" "$key" && return
+  # The package layer does not depend on the version: a new version of an
+  # unchanged Dockerfile only gets its own label and tag.
+  local base=localhost/bind-operator-bind9-build:$dkey
+  if ! has_image "$base"; then
+    debian_base
+    echo "images: building $bind_ref from images/bind9/Dockerfile (Debian's bind9)" >&2
+    bah bud --quiet --isolation chroot --pull=never --build-arg "VERSION=$VERSION" -t "$base" \
+      -f images/bind9/Dockerfile images/bind9 >/dev/null
+  fi
+  local c
+  c=$(bah from --pull=never "$base")
+  bah config --label "org.opencontainers.image.version=$VERSION" "$c"
+  bah commit --quiet "$c" "$bind_ref" >/dev/null
+  bah rm "$c" >/dev/null
+  mark "$bind_ref" "$key"
+  echo "images: $bind_ref" >&2
 }
 
 build_operator() {
   # The build context is the checkout minus what .dockerignore leaves out;
-  # hash what git sees (tracked and untracked, not ignored).
+  # hash what git sees (tracked and untracked, not ignored), and what the
+  # build stamps into the binary.
   local key
   key=$(git ls-files -z --cached --others --exclude-standard | LC_ALL=C sort -z \
     | xargs -0 sha256sum 2>/dev/null | sha256sum | cut -c1-16)
-  fresh bind-operator "$key" && return
+  key="$key $VERSION $REGISTRY $COMMIT"
+  built "$operator_ref" "$key" && return
   golang_base
-  echo "images: building git.unkin.net/unkin/bind-operator:latest from ./Dockerfile" >&2
+  echo "images: building $operator_ref from ./Dockerfile" >&2
   local modcache gocache
   modcache=$(go env GOMODCACHE)
   gocache=$(go env GOCACHE)
   mkdir -p "$modcache" "$gocache"
-  bah bud --quiet --isolation chroot --pull=never -t git.unkin.net/unkin/bind-operator:latest \
+  bah bud --quiet --isolation chroot --pull=never -t "$operator_ref" \
+    --build-arg "VERSION=$VERSION" --build-arg "COMMIT=$COMMIT" --build-arg "REGISTRY=$REGISTRY" \
     -v "$modcache:/go/pkg/mod" -v "$gocache:/root/.cache/go-build" \
     -f Dockerfile . >/dev/null
-  save bind-operator git.unkin.net/unkin/bind-operator:latest "$key"
+  mark "$operator_ref" "$key"
+  echo "images: $operator_ref" >&2
 }
 
-# The next release: the same image with /bind-operator rebuilt on the host
-# from the same sources, except that the comment at the head of every
-# named.conf gains two words (`go build -overlay`: the checkout is not
-# touched). Any render change rolls every cluster; this one changes nothing
-# else, so the upgrade test sees only what an operator upgrade does.
-build_operator_next() {
-  build_operator
-  local key src marker text
-  key=$(cat "$out/bind-operator.key")
-  fresh next/bind-operator "$key" && return
-  src=render/namedconf.go
-  marker="do not edit, changes are overwritten."
-  text=$(cat "$src")
-  if [ "${text/"$marker"/}" = "$text" ]; then
-    echo "images: $src no longer holds \"$marker\": point build_operator_next at a line of the render" >&2
-    exit 1
+# registry_addr: host:port of the registry to push to, started when needed.
+registry_addr=
+registry_up() {
+  [ -z "$registry_addr" ] || return 0
+  if [ -n "${PUSH_REGISTRY:-}" ]; then
+    curl -fsS --max-time 5 -o /dev/null "http://$PUSH_REGISTRY/v2/" \
+      || { echo "images: the registry at http://$PUSH_REGISTRY/v2/ (PUSH_REGISTRY) does not answer: start it, or unset PUSH_REGISTRY to push to bin/registry" >&2; exit 1; }
+    registry_addr=$PUSH_REGISTRY
+    return
   fi
-  printf '%s\n' "${text/"$marker"/"$marker Next release."}" >"$work/namedconf.go"
-  printf '{"Replace":{"%s":"%s"}}\n' "$root/$src" "$work/namedconf.go" >"$work/overlay.json"
-  echo "images: building git.unkin.net/unkin/bind-operator:next (one render change)" >&2
-  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -overlay "$work/overlay.json" -o "$work/bind-operator" ./cmd
-  local c
-  c=$(bah from --pull=never git.unkin.net/unkin/bind-operator:latest)
-  bah copy "$c" "$work/bind-operator" /bind-operator >/dev/null
-  bah commit --quiet "$c" git.unkin.net/unkin/bind-operator:next >/dev/null
-  bah rm "$c" >/dev/null
-  mkdir -p "$out/next"
-  save next/bind-operator git.unkin.net/unkin/bind-operator:next "$key"
+  local bin=${REGISTRY_BIN:-$root/bin/tools/registry} dir=${REGISTRY_STORAGE:-$root/bin/registry} port
+  [ -x "$bin" ] || { echo "images: $bin is missing: run make tools (hack/build-tools.sh bin/tools registry)" >&2; exit 1; }
+  mkdir -p "$dir"
+  for _ in $(seq 1 50); do
+    port=$((20000 + RANDOM % 40000))
+    [ -z "$(ss -Htln "sport = :$port" 2>/dev/null)" ] && break
+  done
+  cat >"$work/registry.yml" <<YAML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $dir
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$port
+YAML
+  "$bin" serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
+  registry_pid=$!
+  for _ in $(seq 1 100); do
+    curl -fsS --max-time 1 -o /dev/null "http://127.0.0.1:$port/v2/" 2>/dev/null && { registry_addr=127.0.0.1:$port; return; }
+    kill -0 "$registry_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "images: the registry at http://127.0.0.1:$port/v2/ (storage $dir) did not answer within 20 s:" >&2
+  tail -20 "$work/registry.log" >&2
+  exit 1
 }
+
+# push REF KEY: pushes REF to the registry under its path (the reference
+# without its registry host), unless it holds that build already.
+push() {
+  local ref=$1 key=$2 path=${1#*/} stamp
+  stamp="$out/pushed/$(echo "$ref" | tr '/:@' '___')"
+  if [ -z "${PUSH_REGISTRY:-}" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
+    local repo=${path%:*} tag=${path##*:}
+    [ -f "${REGISTRY_STORAGE:-$root/bin/registry}/docker/registry/v2/repositories/$repo/_manifests/tags/$tag/current/link" ] && return
+  fi
+  registry_up
+  timeout 600 buildah "${storage[@]}" push --quiet --tls-verify=false --retry 2 "$ref" "docker://$registry_addr/$path" >/dev/null \
+    || { echo "images: pushing $ref to http://$registry_addr/$path failed or took over 10 minutes" >&2; exit 1; }
+  mkdir -p "$out/pushed"
+  echo "$key" >"$stamp"
+  echo "images: pushed $ref to http://$registry_addr/$path" >&2
+}
+
+# Archives of product images from before they went through the registry.
+rm -rf "$out/bind9.tar" "$out/bind9.key" "$out/bind-operator.tar" "$out/bind-operator.key" "$out/next"
 
 for img in "${want[@]}"; do
   case "$img" in
     pause) build_pause ;;
-    bind9) build_bind9 ;;
-    bind-operator) build_operator ;;
-    bind-operator-next) build_operator_next ;;
-    *) echo "unknown image $img (pause, bind9, bind-operator, bind-operator-next)" >&2; exit 2 ;;
+    bind9) build_bind9; push "$bind_ref" "$(cat "$(keyfile "$bind_ref")")" ;;
+    bind-operator) build_operator; push "$operator_ref" "$(cat "$(keyfile "$operator_ref")")" ;;
+    *) echo "unknown image $img (pause, bind9, bind-operator)" >&2; exit 2 ;;
   esac
 done
-# Old layers of rebuilt images only take space.
+
+# Keep the newest four versions of each product image: enough for an
+# upgrade test's two and a rebuild of the last ones, without vfs copies of
+# every version ever built filling the disk.
+for repo in "$REGISTRY/bind-operator" "$REGISTRY/bind-operator-bind9"; do
+  bah images --format '{{.CreatedAtRaw}} {{.Name}}:{{.Tag}}' --filter "reference=$repo" 2>/dev/null \
+    | sort -r | awk 'NR > 4 { print $NF }' | while read -r old; do bah rmi "$old" >/dev/null 2>&1 || true; done
+done
 bah rmi --prune >/dev/null 2>&1 || true
