@@ -9,8 +9,23 @@ GOLANGCI_LINT := $(GO) tool -modfile=hack/tools/go.mod golangci-lint-kube-api-li
 K8S_BIN := $(CURDIR)/bin/k8s
 # RBAC comes from the markers of whichever of these packages exist.
 RBAC_PATHS := $(foreach d,$(wildcard cmd controllers certs webhooks),paths=./$(d)/...)
+TOOLS_BIN := $(CURDIR)/bin/tools
 export KUBEBUILDER_ASSETS ?= $(K8S_BIN)
-IMG ?= git.unkin.net/unkin/bind-operator:latest
+
+# One version everywhere: the binary, both images, the install files and
+# the chart. An untagged checkout builds v0.0.0-dev.g<commit>
+# (hack/version.sh); a release is `make release VERSION=vX.Y.Z`.
+VERSION ?= $(shell hack/version.sh)
+REGISTRY ?= git.unkin.net/unkin
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+IMG ?= $(REGISTRY)/bind-operator:$(VERSION)
+BIND_IMG ?= $(REGISTRY)/bind-operator-bind9:$(VERSION)
+export VERSION REGISTRY COMMIT
+VERSION_PKG := git.unkin.net/unkin/bind-operator/internal/version
+LDFLAGS := -s -w -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT) -X $(VERSION_PKG).repository=$(REGISTRY)
+# kubectl renders the install files (its kustomize) and deploys them.
+KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(K8S_BIN)/kubectl)
+export KUBECTL
 
 .PHONY: help
 help: ## List the targets.
@@ -53,12 +68,32 @@ lint: vet ## Lint (go vet, gofmt, golangci-lint and kube-api-linter).
 ##@ Build
 
 .PHONY: build
-build: ## Build the single binary (manager and agent) into bin/.
-	CGO_ENABLED=0 $(GO) build -o bin/bind-operator ./cmd
+build: ## Build the single binary (manager, agent, version) into bin/, stamped with VERSION.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/bind-operator ./cmd
 
-.PHONY: docker-build
-docker-build: ## Build the container image (needs a Docker engine).
-	docker build -t $(IMG) .
+.PHONY: tools
+tools: ## Build the registry and Helm from the Go module proxy into bin/tools (once).
+	hack/build-tools.sh $(TOOLS_BIN)
+
+.PHONY: images
+images: tools ## Build the operator and BIND images of VERSION with buildah and push them to the local registry (PUSH_REGISTRY=host:port: another one).
+	hack/build-images.sh $(CURDIR)/bin/images
+
+.PHONY: release
+release: images ## Build release VERSION=vX.Y.Z: both images, dist/crds.yaml, install.yaml, install-cert-manager.yaml and the Helm chart.
+	hack/release.sh manifests $(VERSION) $(CURDIR)/dist
+	hack/release.sh chart $(VERSION) $(CURDIR)/dist
+
+.PHONY: deploy
+# TLS=certManager installs the cert-manager variant (cert-manager must be there).
+TLS ?= selfManaged
+deploy: ## Install the operator image IMG (and BIND_IMG) into the current kubeconfig's cluster: CRDs, then the operator.
+	IMG=$(IMG) BIND_IMG=$(BIND_IMG) hack/release.sh manifests $(VERSION) $(CURDIR)/bin/deploy
+	$(KUBECTL) apply --server-side -f bin/deploy/crds.yaml -f bin/deploy/$(if $(filter certManager,$(TLS)),install-cert-manager.yaml,install.yaml)
+
+.PHONY: undeploy
+undeploy: ## Remove what make deploy installed except the CRDs (the zones and records stay).
+	$(KUBECTL) delete --ignore-not-found -f bin/deploy/$(if $(filter certManager,$(TLS)),install-cert-manager.yaml,install.yaml)
 
 ##@ Test
 
@@ -70,18 +105,15 @@ deps: ## Install the Debian packages the tests need (BIND 9.18 tools).
 envtest: ## Build etcd and the Kubernetes binaries (API server to kubelet) from the Go module proxy into bin/k8s (once).
 	hack/build-k8s-binaries.sh $(K8S_BIN)
 
-.PHONY: images
-images: ## Build the pause, BIND and operator images into bin/images with buildah (cached; no registry, no Docker).
-	hack/build-images.sh $(CURDIR)/bin/images
-
 .PHONY: test
 # The local-cluster packages each run a machine-wide cluster on a real node
 # (one at a time, behind a lock); they run after the rest, one package after
 # the other.
 LOCALCLUSTER_PKGS := ./test/localcluster/... ./test/e2e/...
 
-# The binaries and the images are built side by side: one waits on the
-# network (debootstrap, apt, modules) while the other compiles.
+# The Kubernetes binaries and the tools then images are built side by side:
+# one waits on the network (debootstrap, apt, modules) while the other
+# compiles.
 .PHONY: prerequisites
 prerequisites: deps
 	$(MAKE) --no-print-directory -j2 envtest images
@@ -116,5 +148,5 @@ bench: deps envtest images ## Run the benchmarks and print their tables.
 ##@ Demo
 
 .PHONY: demo
-demo: ## A local cluster on a real node, the operator installed from its image, the samples applied, dig answers (root).
+demo: ## A local cluster on a real node, the checkout installed as a release with helm, the samples applied, dig answers (root).
 	hack/demo.sh

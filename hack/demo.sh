@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make demo: a real one-node cluster (test/localcluster), the operator
-# installed from its own image with `kubectl apply --server-side -k
-# config/default-selfmanaged`, config/samples applied, dig answers; runs
-# until Ctrl-C, then removes everything. Needs root.
+# make demo: a real one-node cluster (test/localcluster) with a registry,
+# the checkout built as a release (VERSION, default hack/version.sh) and
+# installed with `helm install` of its chart, the node pulling its images
+# from the registry; config/samples applied, dig answers; runs until
+# Ctrl-C, then removes everything. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then
@@ -11,7 +12,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 hack/install-deps.sh
 hack/build-k8s-binaries.sh bin/k8s
-hack/build-images.sh bin/images
+hack/build-tools.sh bin/tools
+export VERSION=${VERSION:-$(hack/version.sh)}
 # Built, then exec'd: `go run` exits 1 when interrupted whatever the
 # program returns, and Ctrl-C is how the demo ends.
 go build -o bin/demo ./hack/demo

@@ -4,7 +4,7 @@
 #   BIND 9.18 (named, named-checkconf, rndc, dig, nsupdate, delv)  data-plane tests
 #   iproute2, util-linux, nftables                                 the local cluster's network
 #   containerd, runc, containernetworking-plugins                  the local cluster's node
-#   buildah, debootstrap                                           images without a registry
+#   buildah, debootstrap, curl                                     images, pushed to a registry
 #
 # It never stops, kills or reconfigures a service it did not start. Debian's
 # packages start their services on install (named, containerd); the install
@@ -27,11 +27,12 @@ want runc runc
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 want buildah buildah
 want debootstrap debootstrap
+want curl curl
 [ ${#need[@]} -gt 0 ] || exit 0
 mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
 
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "this is not a Debian-based host: install BIND 9.18 (named, named-checkconf, rndc, dig, nsupdate, delv), iproute2, nftables, containerd, runc, the CNI plugins, buildah and debootstrap with your package manager (missing: ${need[*]})" >&2
+  echo "this is not a Debian-based host: install BIND 9.18 (named, named-checkconf, rndc, dig, nsupdate, delv), iproute2, nftables, containerd, runc, the CNI plugins, buildah, debootstrap and curl with your package manager (missing: ${need[*]})" >&2
   exit 1
 fi
 if [ "$(id -u)" != 0 ]; then
