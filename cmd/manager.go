@@ -27,7 +27,9 @@ import (
 	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/internal/apiwait"
+	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/internal/metricsauth"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/webhooks"
 )
@@ -76,9 +78,9 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the admission webhook server")
 	fs.BoolVar(&o.leaderElection, "leader-elect", false, "elect a leader so only one manager reconciles at a time")
 	fs.StringVar(&o.podCIDRs, "pod-cidrs", "", "comma-separated pod CIDRs; option statements naming an address inside them are rejected. Empty: read from the Nodes' spec.podCIDRs")
-	fs.StringVar(&o.cluster.BindImage, "bind-image", bindv1alpha1.DefaultBindImage, "BIND 9.18 image for clusters that set none")
-	fs.StringVar(&o.cluster.AgentImage, "agent-image", controllers.DefaultAgentImage, "agent sidecar image (this operator's image) for clusters that set none")
-	fs.StringVar(&o.allowedImages, "allowed-images", "", "comma-separated prefixes a BindCluster's spec.image and spec.agentImage must start with, since its pods mount the cluster's keys; \"*\" allows any image. Empty: the repositories of --bind-image and --agent-image, at any tag or digest")
+	fs.StringVar(&o.cluster.BindImage, "bind-image", version.BindImage(), "BIND 9.18 image of clusters that pin none (empty spec.image). The default is this release's, so such clusters move with the operator's upgrades")
+	fs.StringVar(&o.cluster.AgentImage, "agent-image", version.OperatorImage(), "agent sidecar image of clusters that pin none (empty spec.agentImage). The default is this operator's own image, so such clusters move with its upgrades")
+	fs.StringVar(&o.allowedImages, "allowed-images", "", "comma-separated prefixes a BindCluster's spec.image and spec.agentImage must start with, since its pods mount the cluster's keys: the webhook refuses others, and a cluster pinning one the list no longer allows is not rolled; \"*\" allows any image. Empty: the repositories of --bind-image and --agent-image, at any tag or digest")
 	fs.StringVar(&o.cluster.OperatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the operator's pods, admitted to the agents' port by each cluster's NetworkPolicy")
 	fs.Func("metrics-namespace-selector", "label selector of the namespaces whose pods (Prometheus) each cluster's NetworkPolicy admits to the agents' metrics port; \"\" admits every namespace. Default: bind.unkin.net/metrics=allowed", func(v string) error {
 		sel, err := metav1.ParseToLabelSelector(v)
@@ -101,6 +103,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	if err := o.certs.Complete(); err != nil {
 		return nil, nil, err
 	}
+	o.cluster.AllowedImages = allowedImages(&o)
 	return &o, zapOpts, nil
 }
 
@@ -215,9 +218,7 @@ func runManager(args []string) error {
 	if err := webhooks.SetupWithManager(mgr, webhooks.Options{
 		PodCIDRs:                podCIDRs,
 		DerivePodCIDRsFromNodes: len(podCIDRs) == 0,
-		DefaultImage:            o.cluster.BindImage,
-		DefaultAgentImage:       o.cluster.AgentImage,
-		AllowedImages:           allowedImages(o),
+		AllowedImages:           o.cluster.AllowedImages,
 		NamedCheckconf:          o.cluster.NamedCheckconf,
 		ConfigCheckTimeout:      o.checkTimeout,
 	}); err != nil {
@@ -253,11 +254,12 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
 	return nil
 }
 
-// allowedImages is --allowed-images as a list; nil when unset, so the
-// webhooks allow the repositories of the default images.
+// allowedImages is --allowed-images as a list, which the webhook and the
+// BindCluster controller both get; unset, the repositories of the default
+// images.
 func allowedImages(o *managerOptions) []string {
 	if strings.TrimSpace(o.allowedImages) == "" {
-		return webhooks.DefaultAllowedImages(o.cluster.BindImage, o.cluster.AgentImage)
+		return imagepolicy.DefaultAllowed(o.cluster.BindImage, o.cluster.AgentImage)
 	}
 	var out []string
 	for _, p := range strings.Split(o.allowedImages, ",") {

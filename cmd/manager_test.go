@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"git.unkin.net/unkin/bind-operator/certs"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 )
 
 // TestAPIConfigAsksForNoGzip: requests from the manager's client, over
@@ -95,4 +96,28 @@ func TestMetricsNamespaceSelectorFlag(t *testing.T) {
 	}))
 	_, err = parse("--metrics-namespace-selector=a b c")
 	g.Expect(err).To(MatchError(ContainSubstring("not a label selector")))
+}
+
+// TestImageFlagDefaults: the images of clusters that pin none follow the
+// release, and the allowed list the webhook and the controller share is
+// derived from the image flags unless given.
+func TestImageFlagDefaults(t *testing.T) {
+	g := NewWithT(t)
+	o, _, err := parseManagerFlags(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.cluster.BindImage).To(Equal(version.BindImage()))
+	g.Expect(o.cluster.AgentImage).To(Equal(version.OperatorImage()))
+	repo := version.Repository()
+	g.Expect(o.cluster.AllowedImages).To(Equal([]string{
+		repo + "/bind-operator-bind9:", repo + "/bind-operator-bind9@",
+		repo + "/bind-operator:", repo + "/bind-operator@",
+	}))
+
+	o, _, err = parseManagerFlags([]string{"--bind-image=mirror.example/bind9:1", "--agent-image=mirror.example/op@sha256:00"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.cluster.AllowedImages).To(Equal([]string{"mirror.example/bind9:", "mirror.example/bind9@", "mirror.example/op:", "mirror.example/op@"}))
+
+	o, _, err = parseManagerFlags([]string{"--allowed-images= a.example/ , *"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.cluster.AllowedImages).To(Equal([]string{"a.example/", "*"}))
 }

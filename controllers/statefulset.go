@@ -37,19 +37,15 @@ const (
 )
 
 // buildStatefulSet returns the desired StatefulSet. The pod template holds
-// nothing that changes between reconciles except the config hash, so the
-// pods roll exactly when the rendered config or the keys change.
+// nothing that changes between reconciles except the config hash and the
+// images, so the pods roll exactly when the rendered config or the keys
+// change, or when the images do: a pinned one edited, or the operator's
+// default, which moves with an operator upgrade, for a cluster that pins
+// none.
 func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths render.Paths, hash string) *appsv1.StatefulSet {
 	spec := c.Spec
 	replicas := ptr.Deref(spec.Replicas, 3)
-	image := spec.Image
-	if image == "" {
-		image = opts.BindImage
-	}
-	agentImage := spec.AgentImage
-	if agentImage == "" {
-		agentImage = opts.AgentImage
-	}
+	image, agentImage := opts.images(c)
 	pullPolicy := spec.ImagePullPolicy
 	if pullPolicy == "" {
 		pullPolicy = bindv1alpha1.DefaultImagePullPolicy
@@ -286,4 +282,18 @@ func dataEmptyDir(s *bindv1alpha1.StorageSpec) *corev1.EmptyDirVolumeSource {
 
 func storageEnabled(c *bindv1alpha1.BindCluster) bool {
 	return c.Spec.Storage == nil || c.Spec.Storage.Enabled == nil || *c.Spec.Storage.Enabled
+}
+
+// templateImages are the BIND and agent images of a StatefulSet's pod
+// template, "" where a container is missing.
+func templateImages(sts *appsv1.StatefulSet) (bind, agent string) {
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		switch c.Name {
+		case namedContainer:
+			bind = c.Image
+		case agentContainer:
+			agent = c.Image
+		}
+	}
+	return bind, agent
 }

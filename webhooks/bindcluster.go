@@ -22,12 +22,11 @@ import (
 
 // BindClusterWebhook defaults and validates BindClusters.
 type BindClusterWebhook struct {
-	Reader            client.Reader
-	Engine            *PolicyEngine
-	DefaultImage      string
-	DefaultAgentImage string
+	Reader client.Reader
+	Engine *PolicyEngine
 	// AllowedImages are the prefixes spec.image and spec.agentImage must
-	// start with (ValidateImages); empty or AllowAnyImage: any image.
+	// start with (ValidateImages); empty or imagepolicy.AllowAny: any
+	// image.
 	AllowedImages []string
 	PodNetwork    podNetworkSource
 	// Checker runs named-checkconf on the candidate render; nil skips it.
@@ -45,10 +44,12 @@ const reservedLabelPrefix = "bind.unkin.net/"
 
 // Default fills every default (BindCluster.SetDefaults) so that the stored
 // object says exactly what runs, and canonicalises addresses and option
-// text; the controllers never guess.
+// text; the controllers never guess. The images are the exception: left
+// empty, they are the operator's current defaults, which follow its
+// release (SetDefaults).
 func (w *BindClusterWebhook) Default(ctx context.Context, c *v1alpha1.BindCluster) error {
 	zeroPorts := explicitZeroPorts(ctx)
-	c.SetDefaults(w.DefaultImage, w.DefaultAgentImage)
+	c.SetDefaults()
 	// A port written as 0 is not "unset": keep it for the CRD's 1–65535
 	// bound to refuse, rather than default it to a port the user did not
 	// ask for.
@@ -134,7 +135,9 @@ func (w *BindClusterWebhook) validate(ctx context.Context, old, c *v1alpha1.Bind
 	if old != nil {
 		oldSpec = &old.Spec
 	}
-	errs = append(errs, ValidateImages(oldSpec, &c.Spec, w.AllowedImages, spec)...)
+	imgErrs, imgWarns := ValidateImages(oldSpec, &c.Spec, w.AllowedImages, spec)
+	errs = append(errs, imgErrs...)
+	warns = append(warns, imgWarns...)
 	sts, optErrs := ValidateExtraOptions(c.Spec.ExtraOptions, spec.Child("extraOptions"))
 	errs = append(errs, optErrs...)
 	if len(sts) > 0 && w.Engine != nil {

@@ -33,7 +33,7 @@ func checkedCluster(mut func(*v1alpha1.BindClusterSpec)) *v1alpha1.BindCluster {
 	if mut != nil {
 		mut(&c.Spec)
 	}
-	c.SetDefaults("", "")
+	c.SetDefaults()
 	return c
 }
 

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 )
 
 // These tests call the Defaulter and then the Validator in-process, as the
@@ -85,7 +86,6 @@ func TestBindClusterDefaultThenValidate(t *testing.T) {
 		NewWithT(t).Expect(c.Spec).To(Equal(v1alpha1.BindClusterSpec{
 			Mode:            v1alpha1.ModeAuthoritative,
 			Replicas:        ptr.To[int32](3),
-			Image:           v1alpha1.DefaultBindImage,
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Ports:           v1alpha1.ClusterPorts{DNS: 53, Agent: 8453, Metrics: 9119},
 			Storage:         &v1alpha1.StorageSpec{Enabled: ptr.To(true), Size: ptr.To(resource.MustParse("1Gi"))},
@@ -110,10 +110,14 @@ func TestBindClusterDefaultThenValidate(t *testing.T) {
 		NewWithT(t).Expect(c.Spec.Storage).To(Equal(&v1alpha1.StorageSpec{Enabled: ptr.To(false)}))
 		NewWithT(t).Expect(c.Spec.ExtraOptions).To(Equal([]string{"minimal-responses yes;"}))
 	})
-	t.Run("operator images", func(t *testing.T) {
-		w := &BindClusterWebhook{DefaultImage: "registry.example/bind9:9.18", DefaultAgentImage: "registry.example/bind-operator:1"}
+	// Images are not defaulted: empty is the operator's current default,
+	// so an operator upgrade moves the cluster; a pinned image is kept.
+	t.Run("images", func(t *testing.T) {
 		c := defaultThenValidate(t, ctx, w, &v1alpha1.BindCluster{ObjectMeta: objectMeta("dns")})
-		NewWithT(t).Expect([]string{c.Spec.Image, c.Spec.AgentImage}).To(Equal([]string{"registry.example/bind9:9.18", "registry.example/bind-operator:1"}))
+		NewWithT(t).Expect([]string{c.Spec.Image, c.Spec.AgentImage}).To(Equal([]string{"", ""}))
+		pinned := version.BindImage() + "-pinned"
+		c = defaultThenValidate(t, ctx, w, &v1alpha1.BindCluster{ObjectMeta: objectMeta("dns"), Spec: v1alpha1.BindClusterSpec{Image: pinned}})
+		NewWithT(t).Expect([]string{c.Spec.Image, c.Spec.AgentImage}).To(Equal([]string{pinned, ""}))
 	})
 }
 

@@ -2,85 +2,38 @@ package webhooks
 
 import (
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 )
 
-// AllowAnyImage, as the only allowed prefix, turns the image check off.
-const AllowAnyImage = "*"
-
-// DefaultAllowedImages are the prefixes a BindCluster's images must start
-// with when the operator is given none: the repositories of its BIND and
-// agent images, at any tag or digest. A BindCluster runs pods from its
-// images with the cluster's TSIG keys and control key mounted, so creating
-// one is creating pods; which images may run is the operator
-// administrator's choice (manager flag --allowed-images), not the tenant's.
-func DefaultAllowedImages(bindImage, agentImage string) []string {
-	var out []string
-	for _, img := range []string{bindImage, agentImage} {
-		if img == "" {
-			continue
-		}
-		repo := imageRepository(img)
-		out = append(out, repo+":", repo+"@")
-	}
-	return out
-}
-
-// imageRepository strips the tag or digest from an image reference: what
-// follows the last ':' after the last '/', or the '@' and what follows.
-func imageRepository(img string) string {
-	if i := strings.Index(img, "@"); i >= 0 {
-		img = img[:i]
-	}
-	if i := strings.LastIndex(img, ":"); i > strings.LastIndex(img, "/") {
-		img = img[:i]
-	}
-	return img
-}
-
 // ValidateImages refuses spec.image and spec.agentImage outside the
-// allowed prefixes. An image an update leaves unchanged is not checked
-// again: narrowing the list must not freeze running clusters.
-func ValidateImages(old, s *v1alpha1.BindClusterSpec, allowed []string, fldPath *field.Path) field.ErrorList {
-	if len(allowed) == 0 || (len(allowed) == 1 && allowed[0] == AllowAnyImage) {
-		return nil
-	}
+// allowed prefixes (package imagepolicy decides; the BindCluster
+// controller asks it too). An image an update leaves unchanged is not
+// refused again: narrowing the list must not make the cluster's other
+// fields uneditable. It is warned about instead, because the controller
+// does not roll a cluster that pins such an image.
+func ValidateImages(old, s *v1alpha1.BindClusterSpec, allowed []string, fldPath *field.Path) (field.ErrorList, admission.Warnings) {
 	var was v1alpha1.BindClusterSpec
 	if old != nil {
 		was = *old
 	}
 	var errs field.ErrorList
-	for _, img := range []struct{ name, cur, was string }{
-		{"image", s.Image, was.Image},
-		{"agentImage", s.AgentImage, was.AgentImage},
-	} {
-		if img.cur == "" || img.cur == img.was || imageAllowed(img.cur, allowed) {
+	var warns admission.Warnings
+	for _, v := range imagepolicy.Violations(s, allowed) {
+		p := fldPath.Child(v.Field)
+		if v.Field == "image" && v.Image == was.Image || v.Field == "agentImage" && v.Image == was.AgentImage {
+			warns = append(warns, fmt.Sprintf(
+				"%s: image %q is no longer allowed (the operator runs only images starting with %s, its --allowed-images flag), so the operator keeps this cluster's pods as they are and rolls no change; set %s to an allowed image, or remove it to run the operator's default, or ask the operator's administrator to allow this one",
+				p, v.Image, imagepolicy.Prefixes(allowed), p))
 			continue
 		}
-		errs = append(errs, field.Forbidden(fldPath.Child(img.name), fmt.Sprintf(
-			"image %q is not allowed here: the operator runs only images starting with %s (its --allowed-images flag), because the pods mount the cluster's keys; use one of those or ask the operator's administrator to allow this one",
-			img.cur, strings.Join(quoteAll(allowed), ", "))))
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf(
+			"image %q is not allowed here: the operator runs only images starting with %s (its --allowed-images flag), because the pods mount the cluster's keys; use one of those, or remove the field to run the operator's default, or ask the operator's administrator to allow this one",
+			v.Image, imagepolicy.Prefixes(allowed))))
 	}
-	return errs
-}
-
-func imageAllowed(img string, allowed []string) bool {
-	for _, p := range allowed {
-		if p == AllowAnyImage || strings.HasPrefix(img, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = fmt.Sprintf("%q", s)
-	}
-	return out
+	return errs, warns
 }

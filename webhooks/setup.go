@@ -10,11 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 )
 
-// Options configure the webhooks. The zero value works: default image,
-// pod CIDRs derived from Nodes only when DerivePodCIDRsFromNodes is set.
+// Options configure the webhooks. The zero value works: the release's
+// image repositories allowed, pod CIDRs derived from Nodes only when
+// DerivePodCIDRsFromNodes is set.
 type Options struct {
 	// PodCIDRs are the cluster's pod address ranges. Option statements that
 	// name an address inside them are rejected (docs/behaviours.md, "No pod
@@ -23,16 +26,11 @@ type Options struct {
 	// DerivePodCIDRsFromNodes reads Nodes' spec.podCIDRs at admission when
 	// PodCIDRs is empty. Needs list on nodes.
 	DerivePodCIDRsFromNodes bool
-	// DefaultImage fills BindCluster spec.image. Empty:
-	// v1alpha1.DefaultBindImage.
-	DefaultImage string
-	// DefaultAgentImage fills BindCluster spec.agentImage (the operator's
-	// own image). Empty: left unset for the controller to decide.
-	DefaultAgentImage string
 	// AllowedImages are the prefixes a BindCluster's images must start
-	// with. Nil: DefaultAllowedImages of DefaultImage (or
-	// v1alpha1.DefaultBindImage) and DefaultAgentImage; []string{"*"}:
-	// any image.
+	// with; the manager gives the BindCluster controller the same list.
+	// Nil: the repositories of this release's images
+	// (imagepolicy.DefaultAllowed of version.BindImage and
+	// version.OperatorImage); []string{imagepolicy.AllowAny}: any image.
 	AllowedImages []string
 	// Rules replace the policy rules for option statements. Nil: PodIPRules.
 	Rules []Rule
@@ -101,15 +99,11 @@ func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
 	}
 	allowed := opts.AllowedImages
 	if allowed == nil {
-		bindImage := opts.DefaultImage
-		if bindImage == "" {
-			bindImage = v1alpha1.DefaultBindImage
-		}
-		allowed = DefaultAllowedImages(bindImage, opts.DefaultAgentImage)
+		allowed = imagepolicy.DefaultAllowed(version.BindImage(), version.OperatorImage())
 	}
 	checker := NewConfigChecker(opts.NamedCheckconf, opts.ConfigCheckTimeout)
 	w := &webhooks{
-		cluster: &BindClusterWebhook{Reader: r, Engine: engine, DefaultImage: opts.DefaultImage, DefaultAgentImage: opts.DefaultAgentImage, AllowedImages: allowed,
+		cluster: &BindClusterWebhook{Reader: r, Engine: engine, AllowedImages: allowed,
 			PodNetwork: podNetworkSource{r: r, cidrs: opts.PodCIDRs, deriveFromNode: opts.DerivePodCIDRsFromNodes},
 			Checker:    checker},
 		zone:    &BindZoneWebhook{Reader: r},

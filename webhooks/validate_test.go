@@ -39,7 +39,7 @@ func TestValidateBindClusterSpec(t *testing.T) {
 		if mut != nil {
 			mut(&c.Spec)
 		}
-		c.SetDefaults("", "")
+		c.SetDefaults()
 		return &c.Spec
 	}
 	for _, tc := range []struct {

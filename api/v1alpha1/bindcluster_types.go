@@ -50,15 +50,19 @@ type BindClusterSpec struct {
 	// +kubebuilder:validation:Maximum=15
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// image is the BIND 9.18 container image. Defaults to the operator's
-	// --bind-image.
+	// image is the BIND 9.18 container image. Empty: the operator's
+	// default image (--bind-image), which follows the operator's release;
+	// set it to pin an image. It must start with one of the operator's
+	// allowed prefixes (--allowed-images).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:]]')",message="an image reference such as registry.example/bind9:9.18 has no whitespace; remove it."
 	Image string `json:"image,omitempty"`
 
 	// agentImage is the bind-operator image that runs the agent sidecar.
-	// Defaults to the operator's own image.
+	// Empty: the operator's default image (--agent-image, its own image),
+	// which follows the operator's release; set it to pin an image. The
+	// allowed prefixes apply as to image.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	AgentImage string `json:"agentImage,omitempty"`

@@ -18,9 +18,6 @@ import (
 
 // BindCluster defaults.
 const (
-	// DefaultBindImage is the BIND 9.18 image of a cluster that names none
-	// and whose operator was not given another (--bind-image).
-	DefaultBindImage = "docker.io/internetsystemsconsortium/bind9:9.18"
 	// DefaultReplicas is one primary and two secondaries.
 	DefaultReplicas = 3
 	// MinReplicas and MaxReplicas bound spec.replicas: one primary and up
@@ -31,7 +28,7 @@ const (
 	DefaultImagePullPolicy = corev1.PullIfNotPresent
 	// PodUser is the uid and gid both containers of a BIND pod run as
 	// (runAsUser, runAsGroup) and the fsGroup of its volumes: the user of
-	// the operator image and of the default BIND image. BindCluster has no
+	// the operator image and of the release's BIND image. BindCluster has no
 	// field for it: an image given in spec.image or spec.agentImage runs
 	// as this user too, so its sh, named and rndc must be executable by
 	// any user, and it needs nothing outside the pod's volumes.
@@ -120,26 +117,20 @@ const (
 	DefaultRSAKeySize = 2048
 )
 
-// SetDefaults fills every default of a cluster. image and agentImage are
-// the operator's defaults for spec.image and spec.agentImage: an empty
-// image means DefaultBindImage, an empty agentImage leaves spec.agentImage
-// for the controller to decide.
-func (c *BindCluster) SetDefaults(image, agentImage string) {
+// SetDefaults fills every default of a cluster but its images. An empty
+// spec.image or spec.agentImage means the operator's current default
+// (--bind-image, --agent-image), which follows the operator's release:
+// written into the spec, it would pin the image of the operator that
+// admitted the cluster, and an operator upgrade would leave every cluster
+// on the old BIND and agent. Which images those are is the manager's
+// business, not the API's, so this package holds no image name.
+func (c *BindCluster) SetDefaults() {
 	s := &c.Spec
 	if s.Mode == "" {
 		s.Mode = ModeAuthoritative
 	}
 	if s.Replicas == nil {
 		s.Replicas = ptr.To[int32](DefaultReplicas)
-	}
-	if s.Image == "" {
-		s.Image = image
-	}
-	if s.Image == "" {
-		s.Image = DefaultBindImage
-	}
-	if s.AgentImage == "" {
-		s.AgentImage = agentImage
 	}
 	if s.ImagePullPolicy == "" {
 		s.ImagePullPolicy = DefaultImagePullPolicy

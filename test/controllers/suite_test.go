@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
@@ -38,8 +38,8 @@ func TestMain(m *testing.M) {
 			reconciler = &controllers.BindClusterReconciler{
 				Client: mgr.GetClient(),
 				Options: controllers.ClusterOptions{
-					BindImage:         v1.DefaultBindImage,
-					AgentImage:        controllers.DefaultAgentImage,
+					BindImage:         version.BindImage(),
+					AgentImage:        version.OperatorImage(),
 					OperatorNamespace: "bind-operator-system",
 					OperatorPodLabels: map[string]string{"app.kubernetes.io/name": "bind-operator"},
 					NamedCheckconf:    checkconf,

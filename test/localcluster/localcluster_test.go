@@ -20,10 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
 )
 
-const bindImage = "docker.io/internetsystemsconsortium/bind9:9.18"
+// bindImage is the BIND image the operator's clusters run by default:
+// this release's.
+var bindImage = version.BindImage()
 
 // namedConf makes named answer `hostname.bind CH TXT` (with the pod's
 // name) on an unprivileged port, as the image's non-root user.

@@ -21,8 +21,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
@@ -117,7 +117,7 @@ func runRSSChild(mode string) error {
 	stop, err := testkit.StartManager(ctx, cfg, opts, func(m ctrl.Manager) error {
 		mgr = m
 		if err := (&controllers.BindClusterReconciler{Client: m.GetClient(), Paths: render.DefaultPaths(),
-			Options: controllers.ClusterOptions{BindImage: v1.DefaultBindImage, AgentImage: controllers.DefaultAgentImage}}).SetupWithManager(m); err != nil {
+			Options: controllers.ClusterOptions{BindImage: version.BindImage(), AgentImage: version.OperatorImage()}}).SetupWithManager(m); err != nil {
 			return err
 		}
 		return (&controllers.BindTSIGKeyReconciler{Client: m.GetClient()}).SetupWithManager(m)

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
@@ -104,8 +104,8 @@ func TestMain(m *testing.M) {
 				&controllers.BindClusterReconciler{
 					Client: mgr.GetClient(),
 					Options: controllers.ClusterOptions{
-						BindImage:         v1.DefaultBindImage,
-						AgentImage:        controllers.DefaultAgentImage,
+						BindImage:         version.BindImage(),
+						AgentImage:        version.OperatorImage(),
 						OperatorNamespace: operatorNamespace,
 						OperatorPodLabels: map[string]string{"app.kubernetes.io/name": "bind-operator"},
 						NamedCheckconf:    checkconf,
