@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -113,6 +115,16 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
 	}
 
+	// Nor while the cluster pins an image the operator may no longer run
+	// (the allowed list was narrowed, or an upgrade moved the default
+	// repositories, after the webhook admitted it): a new StatefulSet
+	// would roll every pod onto it, with the cluster's keys mounted.
+	// Neither is the config written: a pod restarted for any reason
+	// would start on a configuration that was never rolled out.
+	if v := imagepolicy.Violations(&cluster.Spec, r.Options.allowedImages()); len(v) > 0 {
+		return ctrl.Result{}, r.imageNotAllowed(ctx, cluster, status, v)
+	}
+
 	// Services first: the primary Service's ClusterIP is the only address
 	// restart-scoped config may name, and it exists as soon as the Service does.
 	primaryIP, err := r.applyServices(ctx, cluster)
@@ -196,11 +208,48 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, bindv1alpha1.ReasonRollingOut, "Roll", "configuration changed (hash %s), rolling the pods once", shortHash(hash))
 	}
 	status.ConfigHash = hash
+	status.Image, status.AgentImage = templateImages(sts)
 	r.observeStatefulSet(cluster, status, sts)
 	if r.readsUncachedSecrets(ctx, cluster, in) {
 		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// imageNotAllowed reports a cluster that pins images outside the allowed
+// list: Ready False (ImageNotAllowed) with a message naming each field,
+// its image and the allowed prefixes, a warning event when that message
+// is new, and the images the StatefulSet still runs. No requeue: the
+// cluster is reconciled again when its spec changes, and the list only
+// changes with a manager restart, which reconciles every cluster.
+func (r *BindClusterReconciler) imageNotAllowed(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, violations []imagepolicy.Violation) error {
+	msg := imageNotAllowedMessage(violations, r.Options.allowedImages())
+	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonImageNotAllowed || prev.Message != msg {
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonImageNotAllowed, "Reconcile", msg)
+	}
+	setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonImageNotAllowed, msg)
+	var sts appsv1.StatefulSet
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: statefulSetName(cluster)}, &sts)
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	status.Image, status.AgentImage = templateImages(&sts)
+	return nil
+}
+
+// imageNotAllowedMessage says which pinned images are outside allowed and
+// what to do about them.
+func imageNotAllowedMessage(violations []imagepolicy.Violation, allowed []string) string {
+	named := make([]string, len(violations))
+	for i, v := range violations {
+		named[i] = fmt.Sprintf("spec.%s %q", v.Field, v.Image)
+	}
+	what, set, it := named[0]+" is not an image", "Set spec."+violations[0].Field, "it"
+	if len(violations) > 1 {
+		what, set, it = strings.Join(named, " and ")+" are not images", "Set each", "them"
+	}
+	return fmt.Sprintf("%s the operator may run: it runs only images starting with %s (its --allowed-images), so the pods keep the images and configuration they run and no change rolls out. %s to an image under one of those prefixes, or remove %s to run the operator's default, or ask the operator's administrator to add %s to --allowed-images.",
+		what, imagepolicy.Prefixes(allowed), set, it, it)
 }
 
 // firstStartSettle is how old a BindCluster must be before its pods are

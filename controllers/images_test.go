@@ -43,3 +43,12 @@ func TestAllowedImagesDefault(t *testing.T) {
 	g.Expect(ClusterOptions{BindImage: "a.example/bind:1", AgentImage: "a.example/op:1"}.allowedImages()).To(Equal([]string{"a.example/bind:", "a.example/bind@", "a.example/op:", "a.example/op@"}))
 	g.Expect(ClusterOptions{AllowedImages: []string{imagepolicy.AllowAny}}.allowedImages()).To(Equal([]string{imagepolicy.AllowAny}))
 }
+
+func TestImageNotAllowedMessage(t *testing.T) {
+	g := NewWithT(t)
+	allowed := []string{"a.example/bind:", "a.example/op:"}
+	g.Expect(imageNotAllowedMessage([]imagepolicy.Violation{{Field: "image", Image: "evil.example/bind:1"}}, allowed)).To(Equal(
+		`spec.image "evil.example/bind:1" is not an image the operator may run: it runs only images starting with "a.example/bind:", "a.example/op:" (its --allowed-images), so the pods keep the images and configuration they run and no change rolls out. Set spec.image to an image under one of those prefixes, or remove it to run the operator's default, or ask the operator's administrator to add it to --allowed-images.`))
+	g.Expect(imageNotAllowedMessage([]imagepolicy.Violation{{Field: "image", Image: "evil.example/bind:1"}, {Field: "agentImage", Image: "evil.example/op:1"}}, allowed)).To(Equal(
+		`spec.image "evil.example/bind:1" and spec.agentImage "evil.example/op:1" are not images the operator may run: it runs only images starting with "a.example/bind:", "a.example/op:" (its --allowed-images), so the pods keep the images and configuration they run and no change rolls out. Set each to an image under one of those prefixes, or remove them to run the operator's default, or ask the operator's administrator to add them to --allowed-images.`))
+}

@@ -53,7 +53,9 @@ type BindClusterSpec struct {
 	// image is the BIND 9.18 container image. Empty: the operator's
 	// default image (--bind-image), which follows the operator's release;
 	// set it to pin an image. It must start with one of the operator's
-	// allowed prefixes (--allowed-images).
+	// allowed prefixes (--allowed-images); a cluster whose pinned image
+	// is no longer allowed is not rolled (Ready reason ImageNotAllowed).
+	// status.image is the image the pods run.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:]]')",message="an image reference such as registry.example/bind9:9.18 has no whitespace; remove it."
@@ -62,7 +64,8 @@ type BindClusterSpec struct {
 	// agentImage is the bind-operator image that runs the agent sidecar.
 	// Empty: the operator's default image (--agent-image, its own image),
 	// which follows the operator's release; set it to pin an image. The
-	// allowed prefixes apply as to image.
+	// allowed prefixes apply as to image. status.agentImage is the image
+	// the pods run.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	AgentImage string `json:"agentImage,omitempty"`
@@ -373,6 +376,17 @@ type BindClusterStatus struct {
 	// selector is the label selector of the pods, for tooling.
 	// +optional
 	Selector string `json:"selector,omitempty"`
+
+	// image is the BIND image of the StatefulSet's pod template: spec.image,
+	// or the operator's default when that is empty. Pods still rolling may
+	// run the previous one (condition Progressing).
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// agentImage is the agent image of the StatefulSet's pod template:
+	// spec.agentImage, or the operator's default when that is empty.
+	// +optional
+	AgentImage string `json:"agentImage,omitempty"`
 }
 
 // BindCluster runs BIND 9 as a StatefulSet: ordinal 0 is the primary, the
@@ -387,6 +401,7 @@ type BindClusterStatus struct {
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.primaryAddress`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.image`,priority=1
 type BindCluster struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional

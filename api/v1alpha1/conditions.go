@@ -40,6 +40,14 @@ const (
 	// NetworkPolicy) exists and is not controlled by the cluster. The
 	// operator never modifies it; the message names it.
 	ReasonNameConflict = "NameConflict"
+	// ReasonImageNotAllowed: spec.image or spec.agentImage pins an image
+	// outside the operator's allowed prefixes (--allowed-images), which
+	// were narrowed, or whose default repositories moved with an operator
+	// upgrade, after the cluster was admitted. The operator keeps the
+	// StatefulSet as it is, so the pods run what they ran and no change
+	// rolls (nor is a first StatefulSet created); the message names the
+	// field, the image and the allowed prefixes.
+	ReasonImageNotAllowed = "ImageNotAllowed"
 )
 
 // Reasons of a BindTSIGKey's Ready condition.
