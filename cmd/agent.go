@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent/server"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -63,6 +64,7 @@ func runAgent(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	cfg.Logger.Info("agent starting", "listen", cfg.Listen, "metrics", cfg.MetricsListen, "data", cfg.Paths.DataDir)
+	cfg.Logger.Info("agent starting", "version", version.Version(), "commit", version.Commit(),
+		"listen", cfg.Listen, "metrics", cfg.MetricsListen, "data", cfg.Paths.DataDir)
 	return a.Run(ctx)
 }

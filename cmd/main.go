@@ -1,8 +1,8 @@
 // Command bind-operator is the project's single binary. Its subcommands:
 //
 //	bind-operator manager [flags]   run the controllers and admission webhooks
-//
-// The pod agent (`agent`) joins it with the data plane.
+//	bind-operator agent [flags]     run a BIND pod's agent sidecar
+//	bind-operator version [-o json] print the release this binary was built as
 package main
 
 import (
@@ -21,6 +21,8 @@ func main() {
 		err = runManager(os.Args[2:])
 	case "agent":
 		err = runAgent(os.Args[2:])
+	case "version", "--version":
+		err = runVersion(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -38,4 +40,5 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: bind-operator manager [flags]")
 	fmt.Fprintln(os.Stderr, "       bind-operator agent [flags]")
+	fmt.Fprintln(os.Stderr, "       bind-operator version [-o text|json]")
 }

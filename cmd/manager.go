@@ -6,9 +6,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -143,6 +147,9 @@ func runManager(args []string) error {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts), zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core { return lazyFields{c} }))))
 	setupLog := ctrl.Log.WithName("setup")
+	if err := announce(setupLog, crmetrics.Registry, o); err != nil {
+		return err
+	}
 	podCIDRs, err := parsePrefixes(o.podCIDRs)
 	if err != nil {
 		return err
@@ -231,6 +238,15 @@ func runManager(args []string) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// announce says once which release starts and with which default images,
+// and exports the release as bind_operator_build_info on reg (the
+// registry controller-runtime serves at --metrics-bind-address).
+func announce(log logr.Logger, reg prometheus.Registerer, o *managerOptions) error {
+	log.Info("starting", "version", version.Version(), "commit", version.Commit(), "go", goruntime.Version(),
+		"bindImage", o.cluster.BindImage, "agentImage", o.cluster.AgentImage)
+	return version.Register(reg)
 }
 
 func setupControllers(mgr ctrl.Manager, o *managerOptions) error {

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"git.unkin.net/unkin/bind-operator/agent/bindstats"
+	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/rndc"
 )
@@ -132,6 +133,9 @@ func New(cfg Config) (*Agent, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(bindstats.New(bindstats.Options{URL: cfg.StatisticsURL}))
+	// The release this agent runs, as the manager exports it: a cluster
+	// whose pods still run the previous release shows two versions.
+	reg.MustRegister(version.NewCollector())
 	a := &Agent{
 		cfg:     cfg,
 		log:     cfg.Logger,
