@@ -23,8 +23,10 @@ BIND_IMG ?= $(REGISTRY)/bind-operator-bind9:$(VERSION)
 export VERSION REGISTRY COMMIT
 VERSION_PKG := git.unkin.net/unkin/bind-operator/internal/version
 LDFLAGS := -s -w -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT) -X $(VERSION_PKG).repository=$(REGISTRY)
-# kubectl renders the install files (its kustomize) and deploys them.
-KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(K8S_BIN)/kubectl)
+# kubectl renders the install files (its kustomize) and deploys them: the
+# one make envtest builds when it is there (evaluated when used, so after
+# the prerequisites), else the host's.
+KUBECTL ?= $(if $(wildcard $(K8S_BIN)/kubectl),$(K8S_BIN)/kubectl,$(or $(shell command -v kubectl 2>/dev/null),$(K8S_BIN)/kubectl))
 export KUBECTL
 
 .PHONY: help
@@ -42,12 +44,13 @@ manifests: ## Generate CRDs, RBAC and webhook configurations from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role $(RBAC_PATHS) output:rbac:artifacts:config=config/rbac
 	@if ls webhooks/*.go >/dev/null 2>&1; then $(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook; fi
+	hack/sync-chart.sh
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files differ from what is committed.
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api config charts)" ]; then \
 	  echo "generated files are stale; run 'make generate manifests' and commit:"; \
-	  git status --porcelain -- api config; git --no-pager diff --stat -- api config; exit 1; fi
+	  git status --porcelain -- api config charts; git --no-pager diff --stat -- api config charts; exit 1; fi
 
 .PHONY: fmt
 fmt: ## Format the code.

@@ -17,7 +17,7 @@
 #   IMG       the operator image (default $REGISTRY/bind-operator:VERSION)
 #   BIND_IMG  the BIND image (default $REGISTRY/bind-operator-bind9:VERSION)
 #   REGISTRY  default git.unkin.net/unkin
-#   KUBECTL   default kubectl, else bin/k8s/kubectl (for its kustomize)
+#   KUBECTL   default bin/k8s/kubectl, else kubectl (for its kustomize)
 #   HELM      default bin/tools/helm
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,10 +34,12 @@ REGISTRY=${REGISTRY:-git.unkin.net/unkin}
 IMG=${IMG:-$REGISTRY/bind-operator:$version}
 BIND_IMG=${BIND_IMG:-$REGISTRY/bind-operator-bind9:$version}
 
+# The project's own kubectl (make envtest) first: its kustomize is the one
+# the tests compare the chart with.
 kubectl_bin() {
   if [ -n "${KUBECTL:-}" ]; then echo "$KUBECTL"
-  elif command -v kubectl >/dev/null 2>&1; then command -v kubectl
   elif [ -x "$root/bin/k8s/kubectl" ]; then echo "$root/bin/k8s/kubectl"
+  elif command -v kubectl >/dev/null 2>&1; then command -v kubectl
   else echo "kubectl is missing (its kustomize renders the install files): install it or run make envtest" >&2; exit 1
   fi
 }
@@ -62,7 +64,7 @@ overlay() {
   mkdir -p "$dir"
   cat >"$dir/kustomization.yaml" <<YAML
 resources:
-- $root/$base
+- $(realpath --relative-to="$dir" "$root/$base")
 images:
 - name: git.unkin.net/unkin/bind-operator
   newName: $repo
