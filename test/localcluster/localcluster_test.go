@@ -20,13 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // bindImage is the BIND image the operator's clusters run by default:
-// this release's.
-var bindImage = version.BindImage()
+// the checkout's release's, which make images pushed to the registry the
+// node pulls from (a test binary carries no release version of its own).
+var bindImage = testkit.BindImage(testkit.Version())
 
 // namedConf makes named answer `hostname.bind CH TXT` (with the pod's
 // name) on an unprivileged port, as the image's non-root user.
