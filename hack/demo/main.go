@@ -1,8 +1,10 @@
 // Command demo is `make demo`: it starts a real one-node cluster
 // (test/localcluster: etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler, kube-proxy, a kubelet with containerd), installs the
-// operator from its own image exactly as a user does (`kubectl apply
-// --server-side -k config/default-selfmanaged`), applies config/samples
+// kube-scheduler, kube-proxy, a kubelet with containerd and a registry),
+// builds the checkout as a release (its version from hack/version.sh, or
+// VERSION), pushes its images to the registry and installs it exactly as
+// the README tells a user (`helm install` of the chart package; the node
+// pulls the images by tag), prints the version it runs, applies config/samples
 // with kubectl, waits until the sample BindClusters are Ready, prints
 // `kubectl get bind -A`, the pods and Services, and dig answers from every
 // BIND pod and every query Service, and keeps running until interrupted.
@@ -57,7 +59,7 @@ func run() error {
 	defer stop()
 
 	env, err := e2e.Start(ctx, e2e.Options{
-		Overlay: e2e.OverlaySelfManaged,
+		Install: e2e.InstallHelm,
 		Logf:    func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) },
 	})
 	if err != nil {
@@ -87,7 +89,9 @@ func run() error {
 
 func demo(ctx context.Context, env *e2e.Env) error {
 	kubectl := filepath.Join(testkit.RepoRoot(), "bin", "k8s", "kubectl")
-	fmt.Printf("\nthe operator runs as Deployment %s/%s from %s\n", e2e.OperatorNamespace, e2e.OperatorDeployment, e2e.OperatorImage)
+	fmt.Printf("\n$ helm install %s %s --namespace %s --create-namespace\n", e2e.HelmRelease, env.Release.Chart(), e2e.OperatorNamespace)
+	fmt.Printf("the operator runs as Deployment %s/%s from %s (pulled from the local registry %s)\n", e2e.OperatorNamespace, e2e.OperatorDeployment, env.Release.OperatorImage(), localcluster.RegistryAddr)
+	show(ctx, env, "-n", e2e.OperatorNamespace, "exec", "deploy/"+e2e.OperatorDeployment, "-c", "manager", "--", "/bind-operator", "version")
 
 	fmt.Printf("\n$ kubectl apply -k config/samples -n %s\n", namespace)
 	lines, err := env.ApplySamples(ctx, namespace)

@@ -1,12 +1,15 @@
 // Package e2e installs and runs the operator exactly as a user does, on the
-// real one-node cluster of test/localcluster: the images are built from
-// the project's Dockerfiles (hack/build-images.sh, no registry), the
-// operator is installed with `kubectl apply --server-side -k` of a shipped
-// overlay (config/default-selfmanaged by default), and it runs as a pod
-// with the manifests' own ServiceAccount, RBAC and securityContext. BIND
-// pods run from the default image under a real kubelet, containerd and
-// runc; Services go through kube-proxy. The end-to-end tests and `make
-// demo` both start it through Start.
+// real one-node cluster of test/localcluster: the checkout is built as a
+// release (hack/build-images.sh and hack/release.sh: images tagged with its
+// version and pushed to the cluster's registry, the install files and the
+// Helm chart package), and the operator is installed from those artifacts —
+// `helm install` of the chart by default, or `kubectl apply --server-side
+// -f` of the install files — and runs as a pod with the release's own
+// ServiceAccount, RBAC and securityContext. The node pulls the images from
+// the registry by tag; BIND pods run from the release's default image
+// under a real kubelet, containerd and runc; Services go through
+// kube-proxy. The end-to-end tests and `make demo` both start it through
+// Start.
 package e2e
 
 import (
@@ -34,32 +37,64 @@ import (
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
-// The shipped install paths and the names they produce.
+// The names every install path produces.
 const (
-	// OverlaySelfManaged installs without cert-manager: the operator
-	// issues, injects and rotates its webhook certificate itself.
-	OverlaySelfManaged = "config/default-selfmanaged"
-	// OverlayCertManager installs with cert-manager's Issuer and
-	// Certificate (cert-manager itself must be there: see
-	// test/e2e/certmanager).
-	OverlayCertManager = "config/default"
-	// OperatorNamespace is where both overlays install the operator.
+	// OperatorNamespace is where the operator is installed.
 	OperatorNamespace = "bind-operator-system"
 	// OperatorDeployment is the operator's Deployment in OperatorNamespace.
 	OperatorDeployment = "bind-operator-controller-manager"
-	// OperatorImage is the image config/manager's `images:` entry maps
-	// the manifests' controller:latest to, and hack/build-images.sh
-	// builds from ./Dockerfile.
-	OperatorImage = "git.unkin.net/unkin/bind-operator:latest"
-	// operatorSelector selects the operator's pods (config/manager).
+	// HelmRelease is the Helm release name the tests and the demo use.
+	HelmRelease = "bind-operator"
+	// operatorSelector selects the operator's pods.
 	operatorSelector = "control-plane=controller-manager,app.kubernetes.io/name=bind-operator"
 )
 
+// Install is how the operator is installed.
+type Install string
+
+// The install paths of the README.
+const (
+	// InstallHelm is `helm install` of the release's chart package with
+	// its default values (webhook TLS issued by the operator itself).
+	InstallHelm Install = "helm"
+	// InstallManifests is `kubectl apply --server-side -f crds.yaml -f
+	// install.yaml` (webhook TLS issued by the operator itself).
+	InstallManifests Install = "install.yaml"
+	// InstallManifestsCertManager is `kubectl apply --server-side -f
+	// crds.yaml -f install-cert-manager.yaml`; cert-manager must be there
+	// first (Options.BeforeInstall).
+	InstallManifestsCertManager Install = "install-cert-manager.yaml"
+)
+
+// Release is one version of the operator built from this checkout: its
+// images pushed to the registry, its install files and chart in Dir.
+type Release struct {
+	Version string
+	Dir     string
+}
+
+// Chart is the release's Helm chart package.
+func (r Release) Chart() string {
+	return filepath.Join(r.Dir, "bind-operator-"+strings.TrimPrefix(r.Version, "v")+".tgz")
+}
+
+// File is one of the release's install files (crds.yaml, install.yaml,
+// install-cert-manager.yaml).
+func (r Release) File(name string) string { return filepath.Join(r.Dir, name) }
+
+// OperatorImage is the release's operator (and agent) image.
+func (r Release) OperatorImage() string { return testkit.OperatorImage(r.Version) }
+
+// BindImage is the release's BIND image, the default of BindClusters.
+func (r Release) BindImage() string { return testkit.BindImage(r.Version) }
+
 // Options configure Start.
 type Options struct {
-	// Overlay is the kustomize folder installed, relative to the
-	// repository (default OverlaySelfManaged).
-	Overlay string
+	// Install is how the operator is installed (default InstallHelm).
+	Install Install
+	// Version is the version the checkout is built as (default
+	// testkit.Version(): $VERSION or hack/version.sh).
+	Version string
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
 	// BeforeInstall runs once the cluster is up and before the overlay is
@@ -73,47 +108,49 @@ type Options struct {
 	APIServerProfiling bool
 }
 
-// Env is a local cluster with the operator installed from an overlay.
+// Env is a local cluster with the operator installed from a release.
 type Env struct {
 	Cluster *localcluster.Cluster
 	// Client is a cluster admin with the project's scheme; it reads the
 	// API server directly (no cache).
 	Client client.WithWatch
-	// Overlay is the kustomize folder that installed the operator.
-	Overlay string
+	// Release is the release the operator runs now, installed as
+	// Installed says.
+	Release   Release
+	Installed Install
 
 	logf     func(format string, args ...any)
 	mu       sync.Mutex
 	cleanups []func()
 }
 
-// Start builds the images (cached), starts the local cluster, applies the
-// overlay with kubectl as a user would, and returns once the operator's
-// Deployment is Available and its mutating webhook defaults objects. On
-// error everything it started is stopped, and the error carries the
-// operator's pods, events and logs when it got that far.
+// Start builds the checkout as a release (cached), starts the local
+// cluster, installs the release as a user would, and returns once the
+// operator's Deployment is Available and its mutating webhook defaults
+// objects. On error everything it started is stopped, and the error
+// carries the operator's pods, events and logs when it got that far.
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	if opts.Overlay == "" {
-		opts.Overlay = OverlaySelfManaged
+	if opts.Install == "" {
+		opts.Install = InstallHelm
 	}
-	root := testkit.RepoRoot()
-	if _, err := os.Stat(filepath.Join(root, opts.Overlay, "kustomization.yaml")); err != nil {
-		return nil, fmt.Errorf("overlay %s: %w", opts.Overlay, err)
+	if opts.Version == "" {
+		opts.Version = testkit.Version()
 	}
 	began := time.Now()
-	if err := BuildImages(ctx, logf); err != nil {
+	release, err := BuildRelease(ctx, logf, opts.Version, "")
+	if err != nil {
 		return nil, err
 	}
-	logf("images ready in %s; starting the local cluster", time.Since(began).Round(100*time.Millisecond))
+	logf("release %s built in %s; starting the local cluster", release.Version, time.Since(began).Round(100*time.Millisecond))
 	cluster, err := localcluster.Start(ctx, localcluster.Options{Logf: logf, KeepWorkDir: opts.KeepWorkDir, APIServerProfiling: opts.APIServerProfiling})
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Cluster: cluster, Overlay: opts.Overlay, logf: logf}
+	e := &Env{Cluster: cluster, logf: logf}
 	if e.Client, err = client.NewWithWatch(cluster.Config(), client.Options{Scheme: testkit.Scheme()}); err != nil {
 		e.Stop()
 		return nil, err
@@ -124,30 +161,57 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			return nil, fmt.Errorf("before installing the operator: %w", err)
 		}
 	}
-	if err := e.install(ctx); err != nil {
+	if err := e.InstallRelease(ctx, release, opts.Install); err != nil {
 		err = fmt.Errorf("%w\n%s\noperator logs (tails):\n%s", err, e.DescribeOperator(ctx), e.OperatorLogTails(ctx, 6000))
 		e.Stop()
 		return nil, err
 	}
-	logf("operator installed from %s and serving its webhooks (%s since Start)", opts.Overlay, time.Since(began).Round(100*time.Millisecond))
+	logf("operator %s installed with %s and serving its webhooks (%s since Start)", release.Version, opts.Install, time.Since(began).Round(100*time.Millisecond))
 	return e, nil
 }
 
-// BuildImages runs `hack/build-images.sh bin/images [names]`: by default
-// the pause, BIND and operator images as docker-archives the local cluster
-// imports. It is cached; the operator's image is rebuilt when any file of
-// the checkout changed.
-func BuildImages(ctx context.Context, logf func(format string, args ...any), names ...string) error {
+// BuildRelease builds the checkout as version: `hack/build-images.sh`
+// (the images, pushed to pushTo, host:port of a running registry, or when
+// empty to the registry storage the local cluster serves) and
+// `hack/release.sh` (the install files and the chart package, in
+// bin/release/<version>). Everything is cached: an unchanged checkout
+// builds nothing.
+func BuildRelease(ctx context.Context, logf func(format string, args ...any), version, pushTo string) (Release, error) {
 	root := testkit.RepoRoot()
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-images.sh"), append([]string{filepath.Join(root, "bin", "images")}, names...)...)
+	r := Release{Version: version, Dir: filepath.Join(root, "bin", "release", version)}
+	env := []string{"VERSION=" + version}
+	if pushTo != "" {
+		env = append(env, "PUSH_REGISTRY="+pushTo)
+	}
+	for _, step := range [][]string{
+		{filepath.Join(root, "hack", "build-images.sh"), filepath.Join(root, "bin", "images")},
+		{filepath.Join(root, "hack", "release.sh"), "manifests", version, r.Dir},
+		{filepath.Join(root, "hack", "release.sh"), "chart", version, r.Dir},
+	} {
+		if err := runLogged(ctx, logf, env, step...); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// runLogged runs a command of the repository, its output going to logf
+// line by line and its last lines into the error.
+func runLogged(ctx context.Context, logf func(format string, args ...any), env []string, args ...string) error {
+	root := testkit.RepoRoot()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	if _, err := os.Stat(filepath.Join(root, "bin", "k8s", "kubectl")); err == nil {
+		cmd.Env = append(cmd.Env, "KUBECTL="+filepath.Join(root, "bin", "k8s", "kubectl"))
+	}
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		return err
 	}
 	cmd.Stdout = cmd.Stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("hack/build-images.sh: %w", err)
+		return fmt.Errorf("%s: %w", filepath.Base(args[0]), err)
 	}
 	var last []string
 	sc := bufio.NewScanner(out)
@@ -159,54 +223,121 @@ func BuildImages(ctx context.Context, logf func(format string, args ...any), nam
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("hack/build-images.sh bin/images: %v\n%s", err, strings.Join(last, "\n"))
+		rel, _ := filepath.Rel(root, args[0])
+		return fmt.Errorf("%s %s: %v\n%s", rel, strings.Join(args[1:], " "), err, strings.Join(last, "\n"))
 	}
 	return nil
 }
 
-// install applies the overlay and waits until the operator serves.
-func (e *Env) install(ctx context.Context) error {
-	dir := filepath.Join(testkit.RepoRoot(), e.Overlay)
-	e.logf("kubectl apply --server-side -k %s", e.Overlay)
-	out, err := e.Cluster.Kubectl(ctx, "apply", "--server-side", "-k", dir)
+// Helm runs the Helm of bin/tools against the cluster and returns its
+// combined output.
+func (e *Env) Helm(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(testkit.RepoRoot(), "bin", "tools", "helm"),
+		append([]string{"--kubeconfig", e.Cluster.KubeconfigPath()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// InstallRelease installs r as how says — or upgrades to it, when the
+// operator is already installed the same way — and waits until every
+// replica of the operator runs r's image and its webhooks answer.
+func (e *Env) InstallRelease(ctx context.Context, r Release, how Install) error {
+	var out string
+	var err error
+	switch how {
+	case InstallHelm:
+		e.logf("helm upgrade --install %s %s -n %s --create-namespace", HelmRelease, filepath.Base(r.Chart()), OperatorNamespace)
+		out, err = e.Helm(ctx, "upgrade", "--install", HelmRelease, r.Chart(), "--namespace", OperatorNamespace, "--create-namespace")
+	case InstallManifests, InstallManifestsCertManager:
+		e.logf("kubectl apply --server-side -f crds.yaml -f %s (%s)", how, r.Version)
+		out, err = e.Cluster.Kubectl(ctx, "apply", "--server-side", "-f", r.File("crds.yaml"), "-f", r.File(string(how)))
+	default:
+		return fmt.Errorf("unknown install %q", how)
+	}
 	if err != nil {
 		return err
 	}
 	e.logf("%s", strings.TrimSpace(out))
+	e.Release, e.Installed = r, how
+	return e.awaitOperator(ctx, r.OperatorImage(), time.Time{})
+}
 
-	var dep appsv1.Deployment
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}, &dep); err != nil {
-		return fmt.Errorf("the overlay made no Deployment %s/%s: %w", OperatorNamespace, OperatorDeployment, err)
+// Uninstall removes the operator as it was installed: `helm uninstall`,
+// or `kubectl delete -f` of the install file. The CRDs, and so every
+// BIND object and the BIND pods, stay.
+func (e *Env) Uninstall(ctx context.Context) error {
+	var err error
+	switch e.Installed {
+	case InstallHelm:
+		_, err = e.Helm(ctx, "uninstall", HelmRelease, "--namespace", OperatorNamespace, "--wait", "--timeout", "3m")
+	case InstallManifests, InstallManifestsCertManager:
+		_, err = e.Cluster.Kubectl(ctx, "delete", "--wait", "--timeout", "3m", "-f", e.Release.File(string(e.Installed)))
+	default:
+		return errors.New("the operator is not installed")
 	}
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		if c.Name == "manager" && c.Image != OperatorImage {
-			return fmt.Errorf("the overlay's manager image is %q, not the image hack/build-images.sh builds (%s): config/manager/kustomization.yaml needs an `images:` entry for controller", c.Image, OperatorImage)
-		}
+	if err == nil {
+		e.Installed = ""
 	}
+	return err
+}
 
-	e.logf("waiting for Deployment %s/%s to be Available", OperatorNamespace, OperatorDeployment)
+// awaitOperator waits until the operator's Deployment has rolled out: every
+// replica runs image, is ready, was created at or after since, and no
+// other replica is left; then until its webhooks answer.
+func (e *Env) awaitOperator(ctx context.Context, image string, since time.Time) error {
+	e.logf("waiting for Deployment %s/%s to run %s on every replica", OperatorNamespace, OperatorDeployment, image)
 	var last string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(&dep), &dep); err != nil {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var dep appsv1.Deployment
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}, &dep); err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		last = fmt.Sprintf("replicas %d, updated %d, ready %d, available %d", dep.Status.Replicas, dep.Status.UpdatedReplicas, dep.Status.ReadyReplicas, dep.Status.AvailableReplicas)
-		for _, c := range dep.Status.Conditions {
-			if c.Type == appsv1.DeploymentAvailable {
-				last += fmt.Sprintf("; Available=%s %s", c.Status, c.Message)
-				return c.Status == corev1.ConditionTrue && dep.Status.ObservedGeneration == dep.Generation && dep.Status.AvailableReplicas > 0, nil
+		want := int32(1)
+		if dep.Spec.Replicas != nil {
+			want = *dep.Spec.Replicas
+		}
+		last = fmt.Sprintf("replicas %d, updated %d, ready %d, available %d (want %d)", dep.Status.Replicas, dep.Status.UpdatedReplicas, dep.Status.ReadyReplicas, dep.Status.AvailableReplicas, want)
+		if got := managerImage(dep.Spec.Template.Spec.Containers); got != image {
+			last = fmt.Sprintf("the Deployment's manager image is %q, not %s", got, image)
+			return false, nil
+		}
+		if dep.Status.ObservedGeneration != dep.Generation || dep.Status.UpdatedReplicas != want ||
+			dep.Status.ReadyReplicas != want || dep.Status.AvailableReplicas != want || dep.Status.Replicas != want {
+			return false, nil
+		}
+		pods, err := e.OperatorPods(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil || managerImage(p.Spec.Containers) != image || p.CreationTimestamp.Time.Before(since) {
+				last = fmt.Sprintf("pod %s (%s, created %s) still runs", p.Name, managerImage(p.Spec.Containers), p.CreationTimestamp)
+				return false, nil
 			}
 		}
-		return false, nil
+		return len(pods) == int(want), nil
 	})
 	if err != nil {
-		return fmt.Errorf("Deployment %s/%s not Available within 4m: %s", OperatorNamespace, OperatorDeployment, last)
+		return fmt.Errorf("Deployment %s/%s did not roll out %s within 5m: %s", OperatorNamespace, OperatorDeployment, image, last)
 	}
-
 	// Available means the webhook server listens; the API server also
 	// needs the Service's endpoints and (self-managed) the injected CA.
 	return e.awaitWebhooks(ctx)
+}
+
+// managerImage is the image of the container named manager ("" if none).
+func managerImage(containers []corev1.Container) string {
+	for _, c := range containers {
+		if c.Name == "manager" {
+			return c.Image
+		}
+	}
+	return ""
 }
 
 // awaitWebhooks waits until the operator's mutating webhook defaults a

@@ -468,3 +468,14 @@ if [ -n "$f" ]; then echo "== $f with its journal"; ls -la --time-style=full-iso
 	}
 	return out
 }
+
+// restartOperator replaces the operator's pods one by one (`kubectl
+// rollout restart`: the webhooks keep answering) and waits until only new
+// ones run.
+func restartOperator(ctx context.Context, t *testing.T) {
+	t.Helper()
+	before := time.Now().Truncate(time.Second)
+	_, err := env.Kubectl(ctx, "", "-n", OperatorNamespace, "rollout", "restart", "deployment/"+OperatorDeployment)
+	testkit.Must(t, err)
+	testkit.Must(t, env.awaitOperator(ctx, env.Release.OperatorImage(), before))
+}

@@ -23,9 +23,10 @@ import (
 // BindCluster objects, so tests never see each other's objects.
 var env *Env
 
-// TestMain installs the operator once, from config/default-selfmanaged:
-// building the images and starting a real node are most of a run's cost,
-// and only one local cluster may run on a machine at a time anyway.
+// TestMain installs the operator once, with `helm install` of the
+// checkout's release: building the release and starting a real node are
+// most of a run's cost, and only one local cluster may run on a machine at
+// a time anyway.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -41,14 +42,14 @@ func run(m *testing.M) int {
 	SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	SetDefaultConsistentlyPollingInterval(time.Second)
 	// The operator image may need a rebuild (a minute or three on two
-	// cores), then the cluster starts and the overlay is installed.
+	// cores), then the cluster starts and the release is installed.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
 	var err error
 	// The flags decide how the cluster starts (-apiserver-pprof).
 	flag.Parse()
-	env, err = Start(ctx, Options{Overlay: OverlaySelfManaged, APIServerProfiling: *apiServerPprof != "", Logf: func(format string, args ...any) {
+	env, err = Start(ctx, Options{Install: InstallHelm, APIServerProfiling: *apiServerPprof != "", Logf: func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
 	}})
 	if err != nil {

@@ -264,9 +264,21 @@ func (s queryStats) String() string {
 // most max queries and for at most limit. A query that fails over UDP is
 // retried once over TCP; only a query that fails both ways counts as failed.
 func queryLoop(ctx context.Context, server, zone string, interval time.Duration, maxQueries int, limit time.Duration) queryStats {
-	var s queryStats
-	start := time.Now()
-	ok := func(in *dns.Msg, err error) error {
+	return probeLoop(ctx, soaProbe(server, zone), interval, maxQueries, limit)
+}
+
+// dnsProbe sends one query, over TCP when tcp is set, and says what was
+// wrong with the answer.
+type dnsProbe func(tcp bool) error
+
+// soaProbe wants an authoritative answer with zone's SOA from server.
+func soaProbe(server, zone string) dnsProbe {
+	return func(tcp bool) error {
+		dig := localcluster.Dig
+		if tcp {
+			dig = localcluster.DigTCP
+		}
+		in, err := dig(server, zone, dns.TypeSOA)
 		if err != nil {
 			return err
 		}
@@ -275,6 +287,14 @@ func queryLoop(ctx context.Context, server, zone string, interval time.Duration,
 		}
 		return nil
 	}
+}
+
+// probeLoop runs p every interval until ctx ends, at most maxQueries
+// times and for at most limit. A query that fails over UDP is retried once
+// over TCP; only a query that fails both ways counts as failed.
+func probeLoop(ctx context.Context, p dnsProbe, interval time.Duration, maxQueries int, limit time.Duration) queryStats {
+	var s queryStats
+	start := time.Now()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for s.sent < maxQueries && time.Since(start) < limit {
@@ -285,12 +305,12 @@ func queryLoop(ctx context.Context, server, zone string, interval time.Duration,
 		case <-tick.C:
 		}
 		s.sent++
-		if err := ok(localcluster.Dig(server, zone, dns.TypeSOA)); err != nil {
+		if err := p(false); err != nil {
 			s.retried++
 			if len(s.retries) < 5 {
 				s.retries = append(s.retries, fmt.Sprintf("at %s: %v", time.Since(start).Round(time.Millisecond), err))
 			}
-			if err2 := ok(localcluster.DigTCP(server, zone, dns.TypeSOA)); err2 != nil {
+			if err2 := p(true); err2 != nil {
 				s.failed++
 				if len(s.errors) < 10 {
 					s.errors = append(s.errors, fmt.Sprintf("%s: udp: %v; tcp: %v", time.Since(start).Round(time.Millisecond), err, err2))

@@ -30,15 +30,15 @@ import (
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
-// Names config/default produces (namePrefix bind-operator-).
+// Names install-cert-manager.yaml (config/default) produces.
 const (
 	servingCert    = "bind-operator-serving-cert"
 	webhookService = "bind-operator-webhook-service"
 	certDir        = "/tmp/k8s-webhook-server/serving-certs"
 )
 
-// TestCertManagerInstall: installed with `kubectl apply -k config/default`
-// after cert-manager, the operator runs with the Secret cert-manager issued
+// TestCertManagerInstall: installed with `kubectl apply --server-side -f
+// crds.yaml -f install-cert-manager.yaml` of the release after cert-manager, the operator runs with the Secret cert-manager issued
 // for its serving Certificate mounted, serves exactly that certificate to
 // the API server, which trusts it through the CA injected into both webhook
 // configurations; the mutating webhook defaults a BindTSIGKey (and the

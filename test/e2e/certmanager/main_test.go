@@ -16,7 +16,7 @@ import (
 )
 
 // env is the local cluster with cert-manager's CRDs, the stand-in, and the
-// operator installed from config/default.
+// operator installed from the release's install-cert-manager.yaml.
 var env *e2e.Env
 
 func TestMain(m *testing.M) {
@@ -36,7 +36,7 @@ func run(m *testing.M) int {
 	start := time.Now()
 	var err error
 	env, err = e2e.Start(ctx, e2e.Options{
-		Overlay:       e2e.OverlayCertManager,
+		Install:       e2e.InstallManifestsCertManager,
 		BeforeInstall: Install,
 		Logf:          func(format string, args ...any) { fmt.Fprintf(os.Stderr, "e2e/certmanager: "+format+"\n", args...) },
 	})

@@ -1,15 +1,16 @@
 // Package certmanager tests the cert-manager install path, `kubectl apply
-// -k config/default`, on the real node of test/localcluster: cert-manager's
+// --server-side -f crds.yaml -f install-cert-manager.yaml` of the release
+// (config/default), on the real node of test/localcluster: cert-manager's
 // real CRDs are installed first (from the cert-manager module in go.mod,
-// deploy/crds), then the overlay, then the operator must come up with the
+// deploy/crds), then the release's install files, then the operator must come up with the
 // cert-manager-issued Secret mounted and its webhooks must serve with the
 // injected CA.
 //
 // The only stand-in in the end-to-end tests is here: cert-manager's
 // controller and cainjector. Their binaries cannot be built on these
 // machines — their Go modules are not served by the module proxy (404) and
-// a dependency (github.com/Venafi/vcert/v5) is refused (403) — and there
-// is no registry to pull their images from. So StartStandIn does for the
+// a dependency (github.com/Venafi/vcert/v5) is refused (403) — and their
+// images cannot be pulled here. So StartStandIn does for the
 // objects config/certmanager creates what those two do, with cert-manager's
 // own Go types and the project's pki package: a SelfSigned Issuer's
 // Certificate becomes a self-signed CA, a CA Issuer's Certificate a leaf
