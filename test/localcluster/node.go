@@ -17,6 +17,7 @@ import (
 // before are journaled and removed on Stop.
 var fixedPaths = []string{
 	"/run/containerd",
+	"/run/netns",
 	"/var/lib/cni",
 	"/var/lib/kubelet",
 	"/var/log/containers",

@@ -41,7 +41,20 @@ func sweep(ctx context.Context, s *state) []string {
 		}
 	}
 	killCgroupProcesses()
-	unmountUnder(s.WorkDir, "/run/containerd", "/var/lib/kubelet", "/run/netns/cni-")
+	// Mounts under the fixed paths are ours only where the run created the
+	// folder: on a host whose own containerd (Docker's, say) or kubelet
+	// uses /run/containerd or /var/lib/kubelet, their mounts are theirs and
+	// stay.
+	prefixes := []string{s.WorkDir}
+	for _, p := range s.Paths {
+		switch p {
+		case "/run/containerd", "/var/lib/kubelet":
+			prefixes = append(prefixes, p+"/")
+		case "/run/netns":
+			prefixes = append(prefixes, p+"/cni-")
+		}
+	}
+	unmountUnder(prefixes...)
 	if _, err := os.Stat("/sys/class/net/" + BridgeName); err == nil {
 		_, err := run(ctx, "ip", "link", "del", BridgeName)
 		note("delete bridge: %v", err)
