@@ -229,14 +229,16 @@ func runLogged(ctx context.Context, logf func(format string, args ...any), env [
 	return nil
 }
 
-// Helm runs the Helm of bin/tools against the cluster and returns its
-// combined output.
+// Helm runs the Helm of bin/tools against the cluster and returns what it
+// printed on stdout; its stderr goes into the error.
 func (e *Env) Helm(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(testkit.RepoRoot(), "bin", "tools", "helm"),
 		append([]string{"--kubeconfig", e.Cluster.KubeconfigPath()}, args...)...)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		return string(out), fmt.Errorf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out), nil
 }
@@ -249,6 +251,19 @@ func (e *Env) InstallRelease(ctx context.Context, r Release, how Install) error 
 	var err error
 	switch how {
 	case InstallHelm:
+		if e.Installed == InstallHelm {
+			// An upgrade, as docs/upgrading.md says: Helm never upgrades
+			// the CRDs it installed, so the new release's go first.
+			e.logf("helm show crds %s | kubectl apply --server-side --force-conflicts -f -", filepath.Base(r.Chart()))
+			crds, err := e.Helm(ctx, "show", "crds", r.Chart())
+			if err != nil {
+				return err
+			}
+			if out, err = e.Kubectl(ctx, crds, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+				return err
+			}
+			e.logf("%s", strings.TrimSpace(out))
+		}
 		e.logf("helm upgrade --install %s %s -n %s --create-namespace", HelmRelease, filepath.Base(r.Chart()), OperatorNamespace)
 		out, err = e.Helm(ctx, "upgrade", "--install", HelmRelease, r.Chart(), "--namespace", OperatorNamespace, "--create-namespace")
 	case InstallManifests, InstallManifestsCertManager:
