@@ -210,6 +210,7 @@ func readFile(t testing.TB, path string) []*unstructured.Unstructured {
 var clusterScoped = map[string]bool{
 	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"FlowSchema": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
 }
 
 // key names an object as the API server does: apiVersion, kind, namespace

@@ -68,3 +68,32 @@ func TestTenantRolesAggregate(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorTokenCannotPatchKubeSystem (issue 44 item 5): the release's
+// ValidatingAdmissionPolicy refuses every write of the operator's
+// ServiceAccount to an object it does not own, whatever its ClusterRole
+// allows: `kubectl patch --dry-run=server` of kube-system's ConfigMap as
+// that ServiceAccount is refused with the policy's sentence, while the
+// same patch as the admin is not.
+func TestOperatorTokenCannotPatchKubeSystem(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sa := "system:serviceaccount:" + OperatorNamespace + ":" + OperatorDeployment
+	patch := []string{"-n", "kube-system", "patch", "configmap", "kube-root-ca.crt", "--dry-run=server", "--type=merge", "-p", `{"data":{"ca.crt":"evil"}}`}
+	// kube-root-ca.crt appears shortly after the namespace does.
+	NewWithT(t).Eventually(func() (string, error) {
+		return env.Kubectl(ctx, "", "-n", "kube-system", "get", "configmap", "kube-root-ca.crt", "-o", "name")
+	}).WithContext(ctx).Should(ContainSubstring("kube-root-ca.crt"))
+	out, err := env.Kubectl(ctx, "", append([]string{"--as=" + sa}, patch...)...)
+	if err == nil {
+		t.Fatalf("the operator's ServiceAccount patched kube-system/kube-root-ca.crt (dry run):\n%s", out)
+	}
+	if !strings.Contains(out, "bind-operator may only change or delete configmaps it owns") {
+		t.Errorf("the refusal does not come from the owned-objects policy:\n%s", out)
+	}
+	t.Logf("kubectl --as=%s %s: %s", sa, strings.Join(patch, " "), strings.TrimSpace(out))
+	if out, err := env.Kubectl(ctx, "", patch...); err != nil {
+		t.Errorf("the admin's dry-run patch was refused too: %v\n%s", err, out)
+	}
+}

@@ -32,7 +32,10 @@ import (
 
 const (
 	operatorNamespace = "bind-operator-system"
-	serviceAccount    = "controller-manager"
+	// serviceAccount is the name the install gives it (namePrefix
+	// bind-operator-), which config/policy's ValidatingAdmissionPolicy
+	// names.
+	serviceAccount = "bind-operator-controller-manager"
 )
 
 var (
@@ -94,6 +97,14 @@ func TestMain(m *testing.M) {
 				}
 				return resp, err
 			})
+		}
+		// The reconcilers run under config/policy's admission policy too:
+		// nothing they do may touch an object they do not own.
+		if err := installOwnedObjectsPolicy(s.Client); err != nil {
+			return err
+		}
+		if err := awaitOwnedObjectsPolicy(); err != nil {
+			return err
 		}
 		checkconf, err := exec.LookPath("named-checkconf")
 		if err != nil {
@@ -187,6 +198,7 @@ func setSubjectNamespace(subjects []rbacv1.Subject) {
 	for i := range subjects {
 		if subjects[i].Kind == rbacv1.ServiceAccountKind {
 			subjects[i].Namespace = operatorNamespace
+			subjects[i].Name = serviceAccount
 		}
 	}
 }

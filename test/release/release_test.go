@@ -112,6 +112,7 @@ func TestInstallFiles(t *testing.T) {
 	bind := testRegistry + "/bind-operator-bind9:" + testVersion
 	for _, file := range []string{"install.yaml", "install-cert-manager.yaml"} {
 		objs := readObjects(t, filepath.Join(dir, file))
+		checkOwnedObjectsPolicy(t, file, objs)
 		var deployments int
 		for _, o := range objs {
 			what := fmt.Sprintf("%s: %s %s", file, o.GetKind(), o.GetName())
@@ -197,6 +198,36 @@ func TestRegistryDownFailsFast(t *testing.T) {
 	}
 	if d := time.Since(began); d > 30*time.Second {
 		t.Errorf("the failure took %s", d)
+	}
+}
+
+// checkOwnedObjectsPolicy: the install holds the admission policy that
+// confines the operator's writes, and it names the ServiceAccount the
+// operator's Deployment runs as, in the install's namespace.
+func checkOwnedObjectsPolicy(t *testing.T, file string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var sa, expr string
+	var bound bool
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Deployment":
+			name, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
+			sa = "system:serviceaccount:" + o.GetNamespace() + ":" + name
+		case "ValidatingAdmissionPolicy":
+			conds, _, _ := unstructured.NestedSlice(o.Object, "spec", "matchConditions")
+			if len(conds) == 1 {
+				expr, _ = conds[0].(map[string]any)["expression"].(string)
+			}
+		case "ValidatingAdmissionPolicyBinding":
+			actions, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "validationActions")
+			bound = fmt.Sprint(actions) == "[Deny]"
+		}
+	}
+	if want := "request.userInfo.username == '" + sa + "'"; expr != want {
+		t.Errorf("%s: the owned-objects policy matches %q, want %q (the operator's ServiceAccount)", file, expr, want)
+	}
+	if !bound {
+		t.Errorf("%s: the owned-objects policy has no binding that denies", file)
 	}
 }
 
