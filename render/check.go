@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 // CheckError is named-checkconf's complaint about one variant.
@@ -31,6 +32,49 @@ func (e *CheckError) Error() string {
 func Check(ctx context.Context, in Input, namedCheckconf string) error {
 	_, err := CheckOutput(ctx, in, namedCheckconf)
 	return err
+}
+
+// named-checkconf parses tenant input (every object that reaches the
+// render) in the operator's pod, which holds the operator's token. Each run
+// is therefore bounded and sees nothing of the operator's environment:
+const (
+	// checkAddressSpaceKiB caps its address space (ulimit -v): 10,000
+	// zones need about 28 MiB resident, and two runs at once must stay far
+	// below the manager's memory limit.
+	checkAddressSpaceKiB = 128 << 10
+	// checkCPUSeconds caps its CPU time (ulimit -t): 10,000 zones take
+	// under half a second.
+	checkCPUSeconds = 10
+	// checkTimeout bounds a run's wall time when the caller set no
+	// shorter deadline (the admission webhook does).
+	checkTimeout = 30 * time.Second
+	// checkOutputBytes bounds what is kept of its output: enough for any
+	// message, not for a config made to print a line per zone.
+	checkOutputBytes = 64 << 10
+)
+
+// checkEnv is the whole environment of a run: no Kubernetes variables, no
+// operator settings.
+var checkEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+
+// checkCommand runs named-checkconf -z on file under the limits above,
+// through sh's ulimit (every image the operator runs in has sh; Go cannot
+// set a child's rlimits itself).
+func checkCommand(ctx context.Context, namedCheckconf, file string) *exec.Cmd {
+	script := fmt.Sprintf(`ulimit -v %d && ulimit -t %d && exec "$0" "$@"`, checkAddressSpaceKiB, checkCPUSeconds)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script, namedCheckconf, "-z", file)
+	cmd.Env = checkEnv
+	return cmd
+}
+
+// cappedBuffer keeps the first checkOutputBytes written to it.
+type cappedBuffer struct{ bytes.Buffer }
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := checkOutputBytes - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // loadedLine is the only output of a clean named-checkconf -z run.
@@ -75,16 +119,18 @@ func CheckOutput(ctx context.Context, in Input, namedCheckconf string) (warnings
 	// so the primary's complaint comes first.
 	files := []string{FilePrimaryConf, FileSecondaryConf}
 	type run struct {
-		out bytes.Buffer
+		out cappedBuffer
 		err error
 	}
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	runs := make([]run, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.CommandContext(ctx, namedCheckconf, "-z", filepath.Join(in.Paths.ConfigDir, f))
+			cmd := checkCommand(ctx, namedCheckconf, filepath.Join(in.Paths.ConfigDir, f))
 			cmd.Stdout, cmd.Stderr = &runs[i].out, &runs[i].out
 			runs[i].err = cmd.Run()
 		}()
@@ -101,10 +147,18 @@ func CheckOutput(ctx context.Context, in Input, namedCheckconf string) (warnings
 		}
 		if runErr != nil {
 			var exit *exec.ExitError
-			if !errors.As(runErr, &exit) {
-				return nil, fmt.Errorf("running %s (run make deps to install BIND's tools): %w", namedCheckconf, runErr)
+			// 127: sh found no such program.
+			if !errors.As(runErr, &exit) || exit.ExitCode() == 127 {
+				return nil, fmt.Errorf("running %s (run make deps to install BIND's tools): %w: %s", namedCheckconf, runErr, strings.Join(lines, "; "))
+			}
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("named-checkconf did not finish checking %s: %w", f, ctx.Err())
 			}
 			msg := strings.Join(lines, "; ")
+			if !exit.Exited() || exit.ExitCode() > 128 {
+				// Killed: SIGXCPU, or an abort when an allocation failed.
+				msg = fmt.Sprintf("named-checkconf exceeded its limits (%d MiB of address space, %d s of CPU) on this configuration (%s)", checkAddressSpaceKiB>>10, checkCPUSeconds, exit)
+			}
 			if msg == "" {
 				msg = exit.String()
 			}
