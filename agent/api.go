@@ -226,12 +226,11 @@ type OwnersRequest struct {
 	View string `json:"view,omitempty"`
 	Zone string `json:"zone"`
 	// UpdateKeys are the BIND names of the keys whose UPDATEs the agent
-	// judges (the zone's spec.updateKeyRef), 0 to 16. With none, the
-	// request is only a record kept for the operator: the agent judges
-	// an UPDATE by the zone only when it is signed with one of the
-	// zone's UpdateKeys, so it decides nothing by this zone, exactly as
-	// if nothing were stored for it (the closest enclosing zone that
-	// names the signer still decides).
+	// grants in the zone (the zone's spec.updateKeyRef), 0 to 16. The
+	// zone decides about its names for every signer of its view: a key
+	// it does not list is refused there, a parent zone's key too. With
+	// none, the request is a record kept for the operator, and the zone
+	// grants no key anything.
 	UpdateKeys []string `json:"updateKeys"`
 	// Sets are the record sets no UPDATE signed with UpdateKeys may
 	// change: absolute names (trailing dot optional) and type mnemonics.

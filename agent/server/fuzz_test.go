@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -79,13 +78,15 @@ func FuzzEnsureRequest(f *testing.F) {
 // JSON with a status from the documented set, an error's with a message,
 // and no larger than the client reads. A push the agent takes reads back
 // as validate.Owners makes it (values unchanged, in order) and is listed;
-// and when it names no update key, every record it names is judged as
-// without it: such a zone is only a record for the operator.
+// and judge answers about the names it and the background hold, their
+// children and parents, exactly as modelJudge does from the stored
+// requests, before and after it is forgotten.
 //
 // A background zone ("test", key "updates", owning owned.a.test A) gives
-// judge a parent to fall through to; each push is forgotten after its
-// checks (and the background stored again if the push replaced it), so
-// the stored state stays that one zone.
+// judge a parent zone, which a push may shadow with a child zone (with
+// its keys, another key or none; in its view or another); each push is
+// forgotten after its checks (and the background stored again if the push
+// replaced it), so the stored state stays that one zone.
 //
 //	go test -fuzz FuzzOwnersRequest -fuzztime 30s ./agent/server/
 func FuzzOwnersRequest(f *testing.F) {
@@ -94,6 +95,9 @@ func FuzzOwnersRequest(f *testing.F) {
 	f.Add(seed(agent.OwnersRequest{View: "inside", Zone: "A.test.", UpdateKeys: []string{}, Sets: []agent.OwnedSet{{Name: "owned.a.test", Type: "A"}, {Name: "txt.a.test", Type: "TXT", Values: []string{`"some text" "<more>"`}}}}))
 	f.Add(seed(agent.OwnersRequest{Zone: "a.test", Sets: []agent.OwnedSet{{Name: "owned.a.test", Type: "A", Values: []string{"198.18.0.1"}}}}))
 	f.Add(seed(agent.OwnersRequest{Zone: "test", UpdateKeys: []string{"other"}}))
+	f.Add(seed(agent.OwnersRequest{Zone: "a.test", UpdateKeys: []string{"other"}, Sets: []agent.OwnedSet{{Name: "api.a.test", Type: "CNAME"}}}))
+	f.Add(seed(agent.OwnersRequest{Zone: "a.test", UpdateKeys: []string{"other", "UPDATES"}, Sets: []agent.OwnedSet{{Name: "api.a.test", Type: "CNAME"}}}))
+	f.Add(seed(agent.OwnersRequest{View: "inside", Zone: "a.test", UpdateKeys: []string{"updates"}, Sets: []agent.OwnedSet{{Name: "owned.a.test", Type: "A"}}}))
 	f.Add(seed(agent.OwnersRequest{Zone: "test", Sets: []agent.OwnedSet{{Name: "test", Type: "0"}}})) // replaces the background
 	f.Add(seed(agent.ZoneRef{Zone: "test"}))
 	f.Add(seed(agent.ZoneRef{View: "inside", Zone: "nothing.test"}))
@@ -175,35 +179,115 @@ func FuzzOwnersRequest(f *testing.F) {
 			t.Fatalf("%+v stored but not listed", ref)
 		}
 
-		// Keyless: the verdicts on its records, and on the background's,
-		// are those of a state without the zone's entry.
+		// The rule, against its model: the stored requests are the push
+		// and the background, unless the push replaced it.
+		bg := agent.ZoneRef{Zone: background.Zone}
+		state := []agent.OwnersRequest{want}
+		if ref != bg {
+			state = append(state, background)
+		}
+		var names []string
+		for _, s := range append(want.Sets[:min(len(want.Sets), 8):min(len(want.Sets), 8)], background.Sets...) {
+			names = append(names, s.Name, "x."+s.Name)
+		}
+		names = append(names, want.Zone, "x."+want.Zone, "x.y."+want.Zone)
+		if _, parent, ok := strings.Cut(want.Zone, "."); ok {
+			names = append(names, parent, "z."+parent)
+		}
+		signers := append([]string{"updates", "other", "UPDATES."}, want.UpdateKeys[:min(len(want.UpdateKeys), 4)]...)
 		var questions []question
-		var with []string
-		if len(want.UpdateKeys) == 0 {
-			for _, s := range append(want.Sets[:min(len(want.Sets), 8):min(len(want.Sets), 8)], background.Sets...) {
-				for _, signer := range []string{"updates", "other"} {
-					q := question{signer, s.Name, s.Type}
-					v, zone := o.judge(q.signer, q.name, q.typ)
-					questions, with = append(questions, q), append(with, fmt.Sprint(v, zone))
+		for _, name := range names {
+			for _, signer := range signers {
+				typ := "A"
+				for _, s := range append(want.Sets, background.Sets...) {
+					if s.Name == name {
+						typ = s.Type
+						break
+					}
+				}
+				questions = append(questions, question{signer, name, typ}, question{signer, name, "TXT"})
+			}
+		}
+		check := func(stored []agent.OwnersRequest, when string) {
+			t.Helper()
+			for _, q := range questions {
+				v, zone := o.judge(q.signer, q.name, q.typ)
+				mv, mzone := modelJudge(stored, q.signer, q.name, q.typ)
+				if v != mv || zone != mzone {
+					t.Fatalf("%s: judge%+v = %v %q, the rule says %v %q (stored %+v)", when, q, v, zone, mv, mzone, stored)
 				}
 			}
 		}
+		check(state, "pushed "+string(body))
+
 		if err := o.forget(ref); err != nil {
 			t.Fatal(err)
 		}
 		if post(t, agent.PathOwnersGet, seed(ref), 404); slices.Contains(list(t, []byte(`{}`)), ref) {
 			t.Fatalf("%+v forgotten but listed", ref)
 		}
-		for i, q := range questions {
-			v, zone := o.judge(q.signer, q.name, q.typ)
-			if without := fmt.Sprint(v, zone); without != with[i] {
-				t.Fatalf("a zone without update keys decided about %+v: %s, without it %s", q, with[i], without)
-			}
-		}
-		if ref == (agent.ZoneRef{Zone: background.Zone}) {
+		check(state[1:], "forgotten "+string(body))
+		if ref == bg {
 			if err := o.store(background); err != nil {
 				t.Fatal(err)
 			}
 		}
 	})
+}
+
+// modelJudge is the rule judge implements, spelled out over the stored
+// requests without judge's index: the signer's views are those of the
+// requests that list it; in each, the deepest zone that holds the name
+// decides (grant, owned, or foreignZone when it does not list the
+// signer); any refusal wins over a grant, foreignZone over owned, then
+// the first zone in byte order; no deciding zone is unknownZone.
+func modelJudge(stored []agent.OwnersRequest, signer, name, typ string) (verdict, string) {
+	signer = strings.ToLower(strings.TrimSuffix(signer, "."))
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	typ = strings.ToUpper(typ)
+	if signer == "" {
+		return unknownZone, ""
+	}
+	views := map[string]bool{}
+	for _, r := range stored {
+		if slices.Contains(r.UpdateKeys, signer) {
+			views[r.View] = true
+		}
+	}
+	type decision struct {
+		v    verdict
+		zone string
+	}
+	var all []decision
+	for view := range views {
+		var deciding *agent.OwnersRequest
+		for i, r := range stored {
+			holds := name == r.Zone || strings.HasSuffix(name, "."+r.Zone)
+			if r.View == view && holds && (deciding == nil || len(r.Zone) > len(deciding.Zone)) {
+				deciding = &stored[i]
+			}
+		}
+		if deciding == nil {
+			continue
+		}
+		d := decision{grant, deciding.Zone}
+		switch {
+		case !slices.Contains(deciding.UpdateKeys, signer):
+			d.v = foreignZone
+		case slices.ContainsFunc(deciding.Sets, func(s agent.OwnedSet) bool { return s.Name == name && s.Type == typ }):
+			d.v = owned
+		}
+		all = append(all, d)
+	}
+	if len(all) == 0 {
+		return unknownZone, ""
+	}
+	rank := map[verdict]int{foreignZone: 0, owned: 1, grant: 2}
+	best := slices.MinFunc(all, func(a, b decision) int {
+		if c := rank[a.v] - rank[b.v]; c != 0 {
+			return c
+		}
+		return strings.Compare(a.zone, b.zone)
+	})
+	return best.v, best.zone
 }

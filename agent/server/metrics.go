@@ -32,7 +32,7 @@ func newAgentMetrics(reg prometheus.Registerer, expected func() int) *agentMetri
 		}, []string{"action"}),
 		ssu: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bind_agent_update_checks_total",
-			Help: "Records of UPDATEs signed with a zone's update key that named asked the agent about, by verdict (granted, owned: the operator's record set, unknown-zone, invalid).",
+			Help: "Records of UPDATEs signed with a zone's update key that named asked the agent about, by verdict (granted, owned: the operator's record set, foreign-zone: the name is in a zone of the key's view that does not list the key, unknown-zone, invalid).",
 		}, []string{"verdict"}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "bind_agent_ready",

@@ -25,7 +25,8 @@ const OwnersDir = "agent/owners"
 // owners is what the agent knows of the record sets the operator owns:
 // per zone (and view), the keys whose UPDATEs it judges and the sets they
 // may not touch. named asks about every record of such an UPDATE
-// (ssu.go); the answer is a map lookup per label of the record's name.
+// (ssu.go); the answer is a few map lookups per label of the record's
+// name.
 //
 // Only what judging needs is in memory: keys and sets, not the sets'
 // values. Those are stored for the operator alone, which reads them back
@@ -42,12 +43,20 @@ type owners struct {
 
 	mu     sync.RWMutex
 	byName map[string][]*zoneOwners // zone name (canonical) → one per view
+	// keyViews is, per update key, the views of the entries that list
+	// it, each with the number of those entries: the signer's view is
+	// where judge looks for the zone that decides. The webhook lets a
+	// key serve one view only, so the inner map has one element but for
+	// a moment while a key moves (then judge asks every view: see
+	// there).
+	keyViews map[string]map[string]int
 }
 
 // zoneOwners is one zone's (and view's) entry. A zone with no keys is a
-// record kept for the operator only: judge decides by an entry only for
-// a signer among its keys, so it never decides by this one, and its sets
-// are not kept in memory.
+// record kept for the operator: it grants nothing, and its sets are not
+// kept in memory, but it still decides, by refusing, about the names it
+// holds for a signer of its view (judge): a parent zone's key does not
+// write into it.
 type zoneOwners struct {
 	view string
 	keys map[string]bool
@@ -65,7 +74,7 @@ const maxStoredOwnersBytes = agent.MaxOwnersBytes - 1
 type ownedSet struct{ name, typ string }
 
 func openOwners(dataDir string) (*owners, error) {
-	o := &owners{dir: filepath.Join(dataDir, OwnersDir), byName: map[string][]*zoneOwners{}}
+	o := &owners{dir: filepath.Join(dataDir, OwnersDir), byName: map[string][]*zoneOwners{}, keyViews: map[string]map[string]int{}}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("owners: %w", err)
 	}
@@ -139,7 +148,7 @@ func (o *owners) set(req agent.OwnersRequest) {
 		z.keys[k] = true
 	}
 	if len(z.keys) > 0 {
-		// Without keys nothing is judged by the zone (see zoneOwners):
+		// Without keys nothing is granted by the zone (see zoneOwners):
 		// its sets would only take memory.
 		z.sets = make(map[ownedSet]bool, len(req.Sets))
 		for _, s := range req.Sets {
@@ -148,12 +157,44 @@ func (o *owners) set(req agent.OwnersRequest) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.byName[req.Zone] = append(o.othersLocked(agent.ZoneRef{View: req.View, Zone: req.Zone}), z)
+	ref := agent.ZoneRef{View: req.View, Zone: req.Zone}
+	others, old := o.othersLocked(ref)
+	o.countKeysLocked(old, -1)
+	o.countKeysLocked(z, +1)
+	o.byName[req.Zone] = append(others, z)
 }
 
-// othersLocked is ref's zone name in the views other than ref's.
-func (o *owners) othersLocked(ref agent.ZoneRef) []*zoneOwners {
-	return slices.DeleteFunc(slices.Clone(o.byName[ref.Zone]), func(e *zoneOwners) bool { return e.view == ref.View })
+// othersLocked is ref's zone name in the views other than ref's, and
+// ref's own entry (nil when there is none).
+func (o *owners) othersLocked(ref agent.ZoneRef) (others []*zoneOwners, own *zoneOwners) {
+	for _, e := range o.byName[ref.Zone] {
+		if e.view == ref.View {
+			own = e
+		} else {
+			others = append(others, e)
+		}
+	}
+	return others, own
+}
+
+// countKeysLocked adds d to keyViews for each key z lists (z may be nil).
+func (o *owners) countKeysLocked(z *zoneOwners, d int) {
+	if z == nil {
+		return
+	}
+	for k := range z.keys {
+		views := o.keyViews[k]
+		if views == nil {
+			views = map[string]int{}
+			o.keyViews[k] = views
+		}
+		if views[z.view] += d; views[z.view] <= 0 {
+			delete(views, z.view)
+		}
+		if len(views) == 0 {
+			delete(o.keyViews, k)
+		}
+	}
 }
 
 // store keeps a zone's owners on disk, then in memory; req is validated.
@@ -217,7 +258,8 @@ func (o *owners) forget(ref agent.ZoneRef) error {
 	o.disk.Lock()
 	defer o.disk.Unlock()
 	o.mu.Lock()
-	list := o.othersLocked(ref)
+	list, old := o.othersLocked(ref)
+	o.countKeysLocked(old, -1)
 	if len(list) == 0 {
 		delete(o.byName, ref.Zone)
 	} else {
@@ -235,17 +277,35 @@ type verdict int
 
 const (
 	grant       verdict = iota
-	unknownZone         // no zone the signer may update holds the name
+	unknownZone         // no zone of the signer's view holds the name
 	owned               // the record set is the operator's
+	foreignZone         // the name is in a zone of the signer's view that does not list the signer
 )
 
 // judge decides about one record of an UPDATE signed by signer (key names
-// and record names as named formats them: no trailing dot, any case): the
-// closest enclosing zone that names signer among its update keys decides.
-// Update keys serve one view each (the webhook refuses sharing), so the
-// signer also tells the view. A zone stored with no update keys names no
-// signer, so it never decides: the walk goes on to its parents exactly as
-// if it had no entry (TestKeylessOwnersJudgeNothing in test/agent).
+// and record names as named formats them: no trailing dot, any case) and
+// says which zone decided.
+//
+// named does not say which zone the UPDATE is for, so the name and the
+// signer must. Update keys serve one view each (the webhook refuses
+// sharing), so the signer tells the view: that of the entries that list
+// it. In that view, the deepest zone that holds the name decides, as it
+// is the zone named serves the name from: it grants when it lists the
+// signer among its update keys and the set is not one the operator owns
+// (owned), and refuses otherwise (foreignZone). So a zone's key writes
+// that zone only: not a child zone with keys of its own, nor one stored
+// with none (a record kept for the operator; TestParentKeyStaysOutOfChildZones
+// in test/agent), while a child zone in another view does not shield its
+// parent's names. A signer no entry lists, or a name no zone of its view
+// holds, is refused (unknownZone).
+//
+// Should a key be listed in several views for a moment (moved from one
+// view to another), every such view is asked and any refusal wins:
+// fail closed, and the same answer whatever order the map gives.
+//
+// It runs for every record of every such UPDATE: it allocates nothing
+// for a lowercase signer, name and uppercase type (BenchmarkJudge), and
+// costs a map lookup per label of the name and view of the signer.
 func (o *owners) judge(signer, name, typ string) (verdict, string) {
 	signer = strings.ToLower(strings.TrimSuffix(signer, "."))
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
@@ -255,14 +315,31 @@ func (o *owners) judge(signer, name, typ string) (verdict, string) {
 	}
 	o.mu.RLock()
 	defer o.mu.RUnlock()
+	v, at := unknownZone, ""
+	for view := range o.keyViews[signer] {
+		w, zone := o.judgeInViewLocked(view, signer, name, typ)
+		if w != unknownZone && (v == unknownZone || stricter(w, zone, v, at)) {
+			v, at = w, zone
+		}
+	}
+	return v, at
+}
+
+// judgeInViewLocked is the verdict of the deepest zone of view that holds
+// name, unknownZone when none does.
+func (o *owners) judgeInViewLocked(view, signer, name, typ string) (verdict, string) {
 	for zone := name; ; {
 		for _, z := range o.byName[zone] {
-			if z.keys[signer] {
-				if z.sets[ownedSet{name, typ}] {
-					return owned, zone
-				}
-				return grant, zone
+			if z.view != view {
+				continue
 			}
+			switch {
+			case !z.keys[signer]:
+				return foreignZone, zone
+			case z.sets[ownedSet{name, typ}]:
+				return owned, zone
+			}
+			return grant, zone
 		}
 		_, rest, ok := strings.Cut(zone, ".")
 		if !ok {
@@ -270,6 +347,19 @@ func (o *owners) judge(signer, name, typ string) (verdict, string) {
 		}
 		zone = rest
 	}
+}
+
+// stricter reports whether verdict v (by zone) should replace w (by
+// wz) when several views judge: a refusal over a grant, then a total
+// order so the answer does not depend on map order.
+func stricter(v verdict, zone string, w verdict, wz string) bool {
+	if (v == grant) != (w == grant) {
+		return w == grant
+	}
+	if v != w {
+		return v > w
+	}
+	return zone < wz
 }
 
 func (a *Agent) handleOwners(w http.ResponseWriter, r *http.Request) error {

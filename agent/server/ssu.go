@@ -146,6 +146,10 @@ func (a *Agent) answerSSU(c net.Conn) {
 		a.log.Info("refused an UPDATE to a record set the operator owns; change it through its DNSRecord or BindZone",
 			"zone", zone, "name", req.name, "type", req.typ, "signer", req.signer, "client", req.addr)
 		a.metrics.ssu.WithLabelValues("owned").Inc()
+	case foreignZone:
+		a.log.Info("refused an UPDATE: the name is in a zone whose update keys do not include this key; a zone's update key writes that zone only",
+			"zone", zone, "name", req.name, "type", req.typ, "signer", req.signer, "client", req.addr)
+		a.metrics.ssu.WithLabelValues("foreign-zone").Inc()
 	default:
 		a.log.Info("refused an UPDATE: no zone this agent serves takes UPDATEs signed by this key for this name",
 			"name", req.name, "type", req.typ, "signer", req.signer, "client", req.addr)

@@ -55,15 +55,20 @@ func TestReadSSURequest(t *testing.T) {
 	g.Expect(r.Len()).To(Equal(1))
 }
 
-// The closest enclosing zone that names the signer decides; owned sets
-// are refused by name and type, case-insensitively; a signer no zone
-// names, or none at all, is refused.
+// The signer's view decides where to look, and there the deepest zone
+// that holds the name decides: its own keys are granted (but for the sets
+// the operator owns, by name and type, case-insensitively), any other key
+// is refused, so a parent zone's key does not write into a child zone,
+// with keys or without; a zone in another view does not shield its
+// parent's names. A signer no zone names, or none at all, is refused.
 func TestOwnersJudge(t *testing.T) {
 	g := NewWithT(t)
 	o, err := openOwners(t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.store(agent.OwnersRequest{Zone: "example.com", UpdateKeys: []string{"updates"}, Sets: []agent.OwnedSet{{Name: "www.example.com", Type: "A"}, {Name: "example.com", Type: "SOA"}}})).To(Succeed())
 	g.Expect(o.store(agent.OwnersRequest{Zone: "team.example.com", UpdateKeys: []string{"team"}, Sets: []agent.OwnedSet{{Name: "api.team.example.com", Type: "CNAME"}}})).To(Succeed())
+	g.Expect(o.store(agent.OwnersRequest{Zone: "shared.example.com", UpdateKeys: []string{"shared", "updates"}, Sets: []agent.OwnedSet{{Name: "db.shared.example.com", Type: "A"}}})).To(Succeed())
+	g.Expect(o.store(agent.OwnersRequest{Zone: "keyless.example.com", Sets: []agent.OwnedSet{{Name: "x.keyless.example.com", Type: "A"}}})).To(Succeed())
 	g.Expect(o.store(agent.OwnersRequest{View: "inside", Zone: "example.com", UpdateKeys: []string{"inside-updates"}, Sets: []agent.OwnedSet{{Name: "db.example.com", Type: "A"}}})).To(Succeed())
 
 	for _, c := range []struct {
@@ -78,23 +83,65 @@ func TestOwnersJudge(t *testing.T) {
 		{"updates", "new.deep.example.com", "TXT", grant, "example.com"},
 		{"updates", "db.example.com", "A", grant, "example.com"}, // owned in the other view only
 		{"inside-updates", "db.example.com", "A", owned, "example.com"},
-		{"updates", "api.team.example.com", "CNAME", grant, "example.com"}, // the child zone does not take this key
+
+		// A child zone with keys of its own: the parent's key is refused
+		// on every name of it, owned set or not, existing or new.
+		{"updates", "api.team.example.com", "CNAME", foreignZone, "team.example.com"},
+		{"updates", "api.team.example.com", "TXT", foreignZone, "team.example.com"},
+		{"updates", "evil.team.example.com", "A", foreignZone, "team.example.com"},
+		{"updates", "team.example.com", "NS", foreignZone, "team.example.com"},
+		{"updates", "a.b.team.example.com", "A", foreignZone, "team.example.com"},
 		{"team", "api.team.example.com", "CNAME", owned, "team.example.com"},
-		{"team", "www.example.com", "A", unknownZone, ""},
+		{"team", "new.team.example.com", "A", grant, "team.example.com"},
+		{"team", "www.example.com", "A", foreignZone, "example.com"}, // and the child's key stays out of the parent
+		{"team", "example.org", "A", unknownZone, ""},
+
+		// A child zone naming the parent's key too: granted by the child.
+		{"updates", "new.shared.example.com", "A", grant, "shared.example.com"},
+		{"updates", "db.shared.example.com", "A", owned, "shared.example.com"},
+		{"shared", "new.shared.example.com", "A", grant, "shared.example.com"},
+		{"shared", "www.example.com", "AAAA", foreignZone, "example.com"},
+
+		// A child zone stored without keys: nobody's UPDATEs, the parent's
+		// key's neither.
+		{"updates", "x.keyless.example.com", "A", foreignZone, "keyless.example.com"},
+		{"updates", "new.keyless.example.com", "A", foreignZone, "keyless.example.com"},
+
+		// The child zones are in the default view: in view inside, the
+		// parent holds their names.
+		{"inside-updates", "api.team.example.com", "CNAME", grant, "example.com"},
+		{"inside-updates", "x.keyless.example.com", "A", grant, "example.com"},
+
 		{"other", "www.example.com", "AAAA", unknownZone, ""},
 		{"", "www.example.com", "AAAA", unknownZone, ""},
 		{"updates", "example.org", "A", unknownZone, ""},
+		{"updates", "com", "A", unknownZone, ""},
 	} {
 		v, zone := o.judge(c.signer, c.name, c.typ)
 		g.Expect(v).To(Equal(c.want), "%+v", c)
 		g.Expect(zone).To(Equal(c.zone), "%+v", c)
 	}
 
+	// A zone's keys replaced: the old one is no longer its; gone, the
+	// parent holds its names again.
+	g.Expect(o.store(agent.OwnersRequest{Zone: "team.example.com", UpdateKeys: []string{"team2"}, Sets: []agent.OwnedSet{{Name: "api.team.example.com", Type: "CNAME"}}})).To(Succeed())
+	v, zone := o.judge("team", "new.team.example.com", "A")
+	g.Expect([]any{v, zone}).To(Equal([]any{unknownZone, ""}))
+	v, zone = o.judge("team2", "new.team.example.com", "A")
+	g.Expect([]any{v, zone}).To(Equal([]any{grant, "team.example.com"}))
+	g.Expect(o.keyViews).NotTo(HaveKey("team"))
+	g.Expect(o.forget(agent.ZoneRef{Zone: "team.example.com"})).To(Succeed())
+	v, zone = o.judge("updates", "evil.team.example.com", "A")
+	g.Expect([]any{v, zone}).To(Equal([]any{grant, "example.com"}))
+	g.Expect(o.keyViews).NotTo(HaveKey("team2"))
+	g.Expect(o.store(agent.OwnersRequest{Zone: "team.example.com", UpdateKeys: []string{"team"}, Sets: []agent.OwnedSet{{Name: "api.team.example.com", Type: "CNAME"}}})).To(Succeed())
+
 	// Kept across restarts; a deleted zone's owners go.
 	dir := filepath.Dir(filepath.Dir(o.dir))
 	again, err := openOwners(dir)
 	g.Expect(err).NotTo(HaveOccurred())
-	v, _ := again.judge("team", "api.team.example.com", "CNAME")
+	g.Expect(again.keyViews).To(Equal(o.keyViews))
+	v, _ = again.judge("team", "api.team.example.com", "CNAME")
 	g.Expect(v).To(Equal(owned))
 	g.Expect(again.forget(agent.ZoneRef{Zone: "team.example.com"})).To(Succeed())
 	v, _ = again.judge("team", "api.team.example.com", "CNAME")
@@ -105,6 +152,87 @@ func TestOwnersJudge(t *testing.T) {
 	g.Expect(v).To(Equal(unknownZone))
 	v, _ = again.judge("inside-updates", "db.example.com", "A")
 	g.Expect(v).To(Equal(owned))
+	v, _ = again.judge("updates", "x.keyless.example.com", "A")
+	g.Expect(v).To(Equal(foreignZone), "a keyless entry decides after a restart too")
+}
+
+// A key listed in two views at once (a moment while it moves; the
+// webhook refuses it otherwise): every view is asked, any refusal wins,
+// whatever the order of the entries.
+func TestOwnersJudgeKeyInTwoViews(t *testing.T) {
+	g := NewWithT(t)
+	o, err := openOwners(t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.store(agent.OwnersRequest{View: "a", Zone: "m.test", UpdateKeys: []string{"mover"}, Sets: []agent.OwnedSet{{Name: "www.m.test", Type: "A"}}})).To(Succeed())
+	g.Expect(o.store(agent.OwnersRequest{View: "b", Zone: "m.test", UpdateKeys: []string{"mover"}})).To(Succeed())
+	g.Expect(o.store(agent.OwnersRequest{View: "b", Zone: "sub.m.test", UpdateKeys: []string{"other"}})).To(Succeed())
+	g.Expect(o.keyViews["mover"]).To(Equal(map[string]int{"a": 1, "b": 1}))
+	for range 20 { // map order varies
+		for _, c := range []struct {
+			name string
+			want verdict
+			zone string
+		}{
+			{"new.m.test", grant, "m.test"},
+			{"www.m.test", owned, "m.test"},             // owned in view a
+			{"x.sub.m.test", foreignZone, "sub.m.test"}, // a child zone in view b
+			{"x.other.test", unknownZone, ""},
+		} {
+			v, zone := o.judge("mover", c.name, "A")
+			g.Expect([]any{v, zone}).To(Equal([]any{c.want, c.zone}), c.name)
+		}
+	}
+	g.Expect(o.forget(agent.ZoneRef{View: "b", Zone: "m.test"})).To(Succeed())
+	g.Expect(o.keyViews["mover"]).To(Equal(map[string]int{"a": 1}))
+	v, zone := o.judge("mover", "x.sub.m.test", "A")
+	g.Expect([]any{v, zone}).To(Equal([]any{grant, "m.test"}), "view b no longer the key's: its child zone does not decide")
+}
+
+// judge runs per record of every UPDATE a zone's update key signs: no
+// allocation for the names named sends (lowercase, no trailing dot).
+func TestOwnersJudgeAllocatesNothing(t *testing.T) {
+	o := judgeFixture(t)
+	for _, q := range [][3]string{
+		{"updates", "www.example.com", "A"},
+		{"updates", "new.deep.deeper.example.com", "TXT"},
+		{"updates", "evil.team.example.com", "A"},
+		{"team", "api.team.example.com", "CNAME"},
+		{"other", "www.example.com", "A"},
+	} {
+		if n := testing.AllocsPerRun(100, func() { o.judge(q[0], q[1], q[2]) }); n != 0 {
+			t.Errorf("judge%q: %v allocations", q, n)
+		}
+	}
+}
+
+func judgeFixture(tb testing.TB) *owners {
+	tb.Helper()
+	o, err := openOwners(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, req := range []agent.OwnersRequest{
+		{Zone: "example.com", UpdateKeys: []string{"updates"}, Sets: []agent.OwnedSet{{Name: "www.example.com", Type: "A"}}},
+		{Zone: "team.example.com", UpdateKeys: []string{"team"}, Sets: []agent.OwnedSet{{Name: "api.team.example.com", Type: "CNAME"}}},
+		{View: "inside", Zone: "example.com", UpdateKeys: []string{"inside"}},
+	} {
+		if err := o.store(req); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return o
+}
+
+// BenchmarkJudge: one record's verdict, a name of five labels under a
+// child zone.
+//
+//	go test -run - -bench Judge ./agent/server/
+func BenchmarkJudge(b *testing.B) {
+	o := judgeFixture(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		o.judge("updates", "a.b.evil.team.example.com", "A")
+	}
 }
 
 // The socket answers 1 for a granted record and 0 otherwise, and drops a

@@ -46,9 +46,9 @@ func Owners(req agent.OwnersRequest) (agent.OwnersRequest, error) {
 	}
 	zone := ref.Zone
 	out := agent.OwnersRequest{View: req.View, Zone: zone, UpdateKeys: make([]string, 0, len(req.UpdateKeys)), Sets: make([]agent.OwnedSet, 0, len(req.Sets))}
-	// No update key is allowed: the request is then only a record of the
-	// zone's sets for the operator, and the agent judges no UPDATE by it
-	// (it judges by a zone only UPDATEs signed with one of its keys).
+	// No update key is allowed: the request is then a record of the
+	// zone's sets for the operator, and the agent grants no UPDATE in
+	// the zone (it refuses those of the other zones' keys of its view).
 	if len(req.UpdateKeys) > MaxUpdateKeys {
 		return req, fail("updateKeys", "must list at most %d keys, got %d", MaxUpdateKeys, len(req.UpdateKeys))
 	}
