@@ -157,6 +157,14 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		return ctrl.Result{}, err
 	}
 	in, err := gatherInput(ctx, r.Client, cluster, primaryIP, ctlKey, r.Paths)
+	if refused := (*KeySecretRefusedError)(nil); errors.As(err, &refused) {
+		// A key the cluster uses names a Secret it has no right to: say
+		// so, and leave the running config alone, as for a failed render.
+		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
+		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", msg)
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

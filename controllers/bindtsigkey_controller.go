@@ -127,7 +127,7 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 		return ready(bindv1alpha1.ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
 	}
 
-	if !metav1.IsControlledBy(&secret, key) {
+	if keySecretUsable(key, &secret) != nil {
 		return notReady(bindv1alpha1.ReasonSecretConflict, fmt.Sprintf("the Secret %q exists but was not created for this BindTSIGKey; set importExisting: true to adopt it, or choose another secretName", secretName)), nil
 	}
 	// Material is generated once: an existing Secret keeps its key, only

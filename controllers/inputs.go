@@ -208,8 +208,12 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 	return out, nil
 }
 
-// keyMaterial reads a BindTSIGKey's Secret. A missing Secret is reported as
-// a sentence: the BindTSIGKey controller may simply not have created it yet.
+// keyMaterial reads a BindTSIGKey's Secret: the only reader of key
+// material (the cluster's keys, a zone's clause, the operator's UPDATEs,
+// catalogs), so the only place that must ask keySecretUsable. A missing
+// Secret is reported as a sentence: the BindTSIGKey controller may simply
+// not have created it yet; a Secret the key has no right to as a
+// *KeySecretRefusedError.
 func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGKey) (render.TSIGKey, error) {
 	secretName, keyName, algorithm := tsigDefaults(k)
 	var s corev1.Secret
@@ -217,6 +221,9 @@ func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGK
 		if apierrors.IsNotFound(err) {
 			return render.TSIGKey{}, fmt.Errorf("the Secret %q of BindTSIGKey %q does not exist yet", secretName, k.Name)
 		}
+		return render.TSIGKey{}, err
+	}
+	if err := keySecretUsable(k, &s); err != nil {
 		return render.TSIGKey{}, err
 	}
 	material := string(s.Data[bindv1alpha1.TSIGSecretKey])

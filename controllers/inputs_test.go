@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -37,10 +38,12 @@ func newInputsFixture(t *testing.T, extra ...client.Object) inputsFixture {
 	const ns = "ns"
 	secret := base64.StdEncoding.EncodeToString(make([]byte, 32))
 	key := func(name string) []client.Object {
-		return []client.Object{
-			&bindv1alpha1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: bindv1alpha1.BindTSIGKeySpec{SecretName: name + "-tsig"}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-tsig"}, Data: map[string][]byte{bindv1alpha1.TSIGSecretKey: []byte(secret)}},
-		}
+		// As the BindTSIGKey reconciler generates it: the Secret is the
+		// key's own (keySecretUsable).
+		k := &bindv1alpha1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}, Spec: bindv1alpha1.BindTSIGKeySpec{SecretName: name + "-tsig"}}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-tsig"}, Data: map[string][]byte{bindv1alpha1.TSIGSecretKey: []byte(secret)}}
+		NewWithT(t).Expect(controllerutil.SetControllerReference(k, s, scheme)).To(Succeed())
+		return []client.Object{k, s}
 	}
 	zone := func(name, cluster, updateKey string) *bindv1alpha1.BindZone {
 		z := &bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: bindv1alpha1.BindZoneSpec{

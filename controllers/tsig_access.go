@@ -1,0 +1,43 @@
+package controllers
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// KeySecretRefusedError says that a BindTSIGKey names a Secret whose
+// material it has no right to: the Secret is not the key's own and the key
+// does not import it. It names the key and the Secret, nothing else of the
+// Secret (whoever reads the condition may not be allowed to read it).
+type KeySecretRefusedError struct {
+	Key, Secret string
+}
+
+func (e *KeySecretRefusedError) Error() string {
+	return fmt.Sprintf("BindTSIGKey %q cannot be used: its Secret %q was not created for it by the operator, and the key does not import it; "+
+		"choose a secretName that no other Secret has (the operator then generates the key), or have someone allowed to read that Secret recreate the BindTSIGKey with importExisting: true", e.Key, e.Secret)
+}
+
+// keySecretUsable is the one place that decides whether the material in
+// Secret s may be used for BindTSIGKey k: only when s is the key's own
+// (the BindTSIGKey reconciler created it with a controller reference to
+// the key's UID) or the key imports it (importExisting, which admission
+// grants only to a requester allowed to get that Secret: the
+// SubjectAccessReview in webhooks/bindtsigkey.go; importExisting and
+// secretName are immutable, so that check holds for the key's life).
+//
+// Without it, anyone who may create a BindTSIGKey could name any Secret of
+// the namespace (spec.secretName) and have its data copied into a
+// cluster's keys Secret and the BIND pods, or sign UPDATEs with it. Every
+// reader of key material (keyMaterial) and the key's own reconciler ask
+// here, before they look at the Secret's data.
+func keySecretUsable(k *bindv1alpha1.BindTSIGKey, s *corev1.Secret) error {
+	if k.Spec.ImportExisting || metav1.IsControlledBy(s, k) {
+		return nil
+	}
+	return &KeySecretRefusedError{Key: k.Name, Secret: s.Name}
+}
