@@ -121,6 +121,19 @@ func demo(ctx context.Context, env *e2e.Env) error {
 		fmt.Printf("  not Ready after 3 minutes (see their status): %s\n", strings.Join(pending, ", "))
 	}
 
+	// A resolver validates the forwarded zone against the DS its BindZone
+	// publishes; right after the zone is first signed, a resolver pod may
+	// still answer SERVFAIL from before.
+	fmt.Printf("\nwaiting for the resolvers to answer what they forward ...\n")
+	for _, c := range clusters.Items {
+		if c.Spec.Mode != v1.ModeResolver {
+			continue
+		}
+		if failing := waitAnswers(ctx, env, &c, 2*time.Minute); len(failing) > 0 {
+			fmt.Printf("  still failing after 2 minutes: %s\n", strings.Join(failing, ", "))
+		}
+	}
+
 	show(ctx, env, "get", "bind", "-A")
 	show(ctx, env, "get", "pods,svc", "-n", namespace, "-o", "wide")
 
@@ -185,6 +198,41 @@ func waitServed(ctx context.Context, env *e2e.Env, limit time.Duration) []string
 		return len(pending) == 0, nil
 	})
 	return pending
+}
+
+// waitAnswers waits until every pod of a resolver cluster answers each of
+// its forwarded questions without SERVFAIL, and returns what still fails
+// after limit.
+func waitAnswers(ctx context.Context, env *e2e.Env, c *v1.BindCluster, limit time.Duration) []string {
+	var failing []string
+	_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, limit, true, func(ctx context.Context) (bool, error) {
+		failing = failing[:0]
+		qs, _, err := questions(ctx, env, c)
+		if err != nil {
+			return false, nil
+		}
+		for i := range ptr.Deref(c.Spec.Replicas, 3) {
+			pod := fmt.Sprintf("%s-%d", c.Name, i)
+			ip, err := env.Cluster.PodIP(ctx, namespace, pod)
+			if err != nil {
+				failing = append(failing, pod)
+				continue
+			}
+			for _, q := range qs {
+				if !q.recurse || !q.dnssec {
+					continue
+				}
+				m := new(dns.Msg)
+				m.SetQuestion(q.name, q.qtype)
+				m.SetEdns0(1232, true)
+				if in, err := localcluster.Exchange("udp", ip, m); err != nil || in.Rcode == dns.RcodeServerFailure {
+					failing = append(failing, pod+" "+q.name)
+				}
+			}
+		}
+		return len(failing) == 0, nil
+	})
+	return failing
 }
 
 // question is one dig query; recurse sets RD (a resolver's questions) and
