@@ -295,9 +295,11 @@ func (o *zoneOwners) keyName(ctx context.Context, namespace, name string) (strin
 
 // ownedSets are the record sets the operator writes in a zone: the apex
 // SOA and NS (seeded, then kept from spec.soa), spec.records, and the
-// DNSRecords that name the zone, from any namespace, with the values each
-// wrote, and those of the deleted ones whose data is not gone yet; sorted,
-// one per name and type.
+// DNSRecords that name the zone and that it admits, from any namespace,
+// with the values each wrote, and those of the deleted ones whose data is
+// not gone yet; sorted, one per name and type. A DNSRecord the zone does
+// not admit (admissions) owns nothing: its set would keep the zone's own
+// update key from a name that is not the operator's.
 func (o *zoneOwners) ownedSets(ctx context.Context, zone *bindv1alpha1.BindZone) ([]agent.OwnedSet, error) {
 	name := string(zone.Spec.ZoneName)
 	key := client.ObjectKeyFromObject(zone)
@@ -310,7 +312,13 @@ func (o *zoneOwners) ownedSets(ctx context.Context, zone *bindv1alpha1.BindZone)
 	// thousands of records arrive, and a map of them was its largest
 	// allocation after the list.
 	sets := slices.Grow(zoneOwnSets(zone), len(recs)+len(deleted))
+	admitted := newAdmissions(o.client, zone)
 	for _, rec := range slices.Concat(recs, deleted) {
+		if ok, err := admitted.admits(ctx, rec); err != nil {
+			return nil, err
+		} else if !ok {
+			continue
+		}
 		set := agent.OwnedSet{Name: records.FQDN(name, string(rec.Spec.Name)), Type: strings.ToUpper(string(rec.Spec.Type))}
 		if !meta.IsStatusConditionTrue(rec.Status.Conditions, bindv1alpha1.ConditionConflict) {
 			set.Values = rec.Status.AppliedValues

@@ -180,7 +180,8 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 		return ctrl.Result{}, err
 	}
 	zoneName := string(zone.Spec.ZoneName)
-	if no, err := r.admitted(ctx, rec, &zone); err != nil {
+	admitted := newAdmissions(r.Client, &zone)
+	if no, err := admitted.refusal(ctx, rec); err != nil {
 		return ctrl.Result{}, err
 	} else if no != nil {
 		// The zone's owner narrowed allowedRecords (or the namespace lost
@@ -192,11 +193,14 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 		r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonNotAdmitted, no.Reason)
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	if owner, err := r.claimant(ctx, rec, &zone); err != nil {
+	if owner, err := r.claimant(ctx, rec, &zone, admitted); err != nil {
 		return ctrl.Result{}, err
 	} else if owner != "" {
 		r.setConflict(rec, status, bindv1alpha1.ReasonClaimed, fmt.Sprintf("%s already manages %s %s; delete one of the two, or give them different names or types", owner, rec.Spec.Name, rec.Spec.Type))
-		return ctrl.Result{}, nil
+		// The owner may lose the zone's admission without an event here
+		// (its namespace's labels change): look again now and then, as a
+		// record that is not admitted does.
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
 
 	defaultTTL := zone.EffectiveDefaultTTL()
@@ -303,8 +307,12 @@ func (r *DNSRecordReconciler) refused(rec *bindv1alpha1.DNSRecord, status *bindv
 }
 
 // claimant returns who else owns this name and type, or "": a record set in
-// the BindZone itself, or an older DNSRecord (creation time, then name).
-func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DNSRecord, zone *bindv1alpha1.BindZone) (string, error) {
+// the BindZone itself, or an older DNSRecord (creation time, then name)
+// that the zone admits. A record the zone does not admit claims nothing,
+// however old: otherwise a DNSRecord applied from another namespace before
+// the zone existed would hold the owner's own names. A rival in another
+// namespace is not named: the requester may not be allowed to read it.
+func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DNSRecord, zone *bindv1alpha1.BindZone, admitted *admissions) (string, error) {
 	zoneName := string(zone.Spec.ZoneName)
 	name, err := records.RelativeName(zoneName, string(rec.Spec.Name))
 	if err != nil {
@@ -320,34 +328,26 @@ func (r *DNSRecordReconciler) claimant(ctx context.Context, rec *bindv1alpha1.DN
 		return "", err
 	}
 	for _, o := range others {
-		if o.UID == rec.UID || o.DeletionTimestamp != nil || !sameClaim(o, rec) {
+		if o.UID == rec.UID || o.DeletionTimestamp != nil || !sameClaim(o, rec) || !olderThan(o, rec) {
 			continue
 		}
-		if olderThan(o, rec) {
-			if o.Namespace != rec.Namespace {
-				return fmt.Sprintf("DNSRecord %s/%s", o.Namespace, o.Name), nil
-			}
-			return fmt.Sprintf("DNSRecord %q", o.Name), nil
+		if ok, err := admitted.admits(ctx, o); err != nil {
+			return "", err
+		} else if !ok {
+			continue
 		}
+		return rivalName(rec, o), nil
 	}
 	return "", nil
 }
 
-// admitted checks that the zone admits a record of another namespace
-// (records.Admits, the webhook's rule): nil when it does.
-func (r *DNSRecordReconciler) admitted(ctx context.Context, rec *bindv1alpha1.DNSRecord, zone *bindv1alpha1.BindZone) (*records.Refusal, error) {
-	if rec.Namespace == zone.Namespace {
-		return nil, nil
+// rivalName names the DNSRecord o to the owner of rec: by name in rec's
+// namespace, only as "a DNSRecord in another namespace" outside it.
+func rivalName(rec, o *bindv1alpha1.DNSRecord) string {
+	if o.Namespace != rec.Namespace {
+		return "a DNSRecord in another namespace"
 	}
-	var ns corev1.Namespace
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: rec.Namespace}, &ns); err != nil {
-		return nil, err
-	}
-	name, err := records.RelativeName(string(zone.Spec.ZoneName), string(rec.Spec.Name))
-	if err != nil {
-		return &records.Refusal{Field: "name", Reason: err.Error()}, nil
-	}
-	return records.Admits(zone, rec.Namespace, ns.Labels, name, rec.Spec.Type), nil
+	return fmt.Sprintf("DNSRecord %q", o.Name)
 }
 
 // sameClaim tells whether two DNSRecords claim the same record set: zone
@@ -361,7 +361,10 @@ func olderThan(a, b *bindv1alpha1.DNSRecord) bool {
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
-	return a.Name < b.Name
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.Namespace < b.Namespace
 }
 
 // finalize deletes what a record of an earlier release wrote, guarded by
