@@ -1,12 +1,14 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,23 +87,51 @@ func (w *DNSRecordWebhook) sameName(ctx context.Context, r *v1alpha1.DNSRecord) 
 // (validateAgainstZone) or another DNSRecord (here). Two DNSRecords of the
 // same type at one name are not refused: the older one owns the record set
 // and the other reports Conflict.
-func (w *DNSRecordWebhook) validateCNAMEAcrossRecords(ctx context.Context, r *v1alpha1.DNSRecord, spec *field.Path, warns *admission.Warnings) field.ErrorList {
+//
+// Only the DNSRecords the zone admits count (admission): one it does not
+// admit never holds a name, or a tenant could squat the zone owner's names
+// from another namespace, even before the zone exists. Without the zone,
+// only the records of its namespace are sure to be admitted. A record of
+// another namespace is not named: the requester may not be allowed to read
+// it.
+func (w *DNSRecordWebhook) validateCNAMEAcrossRecords(ctx context.Context, r *v1alpha1.DNSRecord, z *v1alpha1.BindZone, spec *field.Path, warns *admission.Warnings) field.ErrorList {
 	others, err := w.sameName(ctx, r)
 	if err != nil {
 		*warns = append(*warns, fmt.Sprintf("other DNSRecords at %s could not be listed (%v); CNAME exclusivity was not checked", r.Spec.Name, err))
 		return nil
 	}
-	slices.SortFunc(others, func(a, b *v1alpha1.DNSRecord) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(others, func(a, b *v1alpha1.DNSRecord) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	ns := namespaceOf(ctx, r.Namespace)
+	zoneNS := zoneKey(ctx, r).Namespace
 	for _, o := range others {
 		if o.Spec.Type == r.Spec.Type || (o.Spec.Type != "CNAME" && r.Spec.Type != "CNAME") {
 			continue
 		}
+		switch {
+		case z == nil && o.Namespace != zoneNS:
+			continue
+		case z != nil:
+			no, err := w.admission(ctx, z, o.Namespace, o.Spec.Name, o.Spec.Type)
+			if err != nil {
+				*warns = append(*warns, fmt.Sprintf("whether BindZone %s/%s admits the other DNSRecords at %s could not be read (%v); CNAME exclusivity was not checked", z.Namespace, z.Name, r.Spec.Name, err))
+				return nil
+			}
+			if no != nil {
+				continue
+			}
+		}
+		who, fix := "a DNSRecord in another namespace", ""
+		if o.Namespace == ns {
+			who, fix = fmt.Sprintf("DNSRecord %q", o.Name), fmt.Sprintf(" or delete DNSRecord %q", o.Name)
+		}
 		if r.Spec.Type == "CNAME" {
 			return field.ErrorList{field.Invalid(spec.Child("type"), r.Spec.Type, fmt.Sprintf(
-				"DNSRecord %q already holds %s data at %s, and a CNAME cannot coexist with other records at a name; choose another name for the alias or delete DNSRecord %q", o.Name, o.Spec.Type, r.Spec.Name, o.Name))}
+				"%s already holds %s data at %s, and a CNAME cannot coexist with other records at a name; choose another name for the alias%s", who, o.Spec.Type, r.Spec.Name, fix))}
 		}
 		return field.ErrorList{field.Invalid(spec.Child("type"), r.Spec.Type, fmt.Sprintf(
-			"DNSRecord %q is a CNAME at %s, and a CNAME cannot coexist with other records at a name; put the %s record at the CNAME's target or delete DNSRecord %q", o.Name, r.Spec.Name, r.Spec.Type, o.Name))}
+			"%s is a CNAME at %s, and a CNAME cannot coexist with other records at a name; put the %s record at the CNAME's target%s", who, r.Spec.Name, r.Spec.Type, fix))}
 	}
 	return nil
 }
@@ -190,7 +220,7 @@ func (w *DNSRecordWebhook) validate(ctx context.Context, r *v1alpha1.DNSRecord) 
 		errs = append(errs, w.validateAdmitted(ctx, r, zone, spec)...)
 	}
 	if len(errs) == 0 {
-		errs = append(errs, w.validateCNAMEAcrossRecords(ctx, r, spec, &warns)...)
+		errs = append(errs, w.validateCNAMEAcrossRecords(ctx, r, zone, spec, &warns)...)
 	}
 	return warns, invalid("DNSRecord", r.Name, errs)
 }
@@ -216,21 +246,16 @@ func ValidateDNSRecordSpec(s *v1alpha1.DNSRecordSpec, zoneName string, fldPath *
 }
 
 // validateAdmitted refuses a DNSRecord of another namespace that the zone
-// does not admit (records.Admits: spec.allowedRecords).
+// does not admit (admission).
 func (w *DNSRecordWebhook) validateAdmitted(ctx context.Context, r *v1alpha1.DNSRecord, z *v1alpha1.BindZone, spec *field.Path) field.ErrorList {
-	ns := namespaceOf(ctx, r.Namespace)
-	if ns == z.Namespace {
-		return nil
-	}
-	var namespace corev1.Namespace
-	if err := w.Reader.Get(ctx, types.NamespacedName{Name: ns}, &namespace); err != nil {
-		return field.ErrorList{field.InternalError(spec.Child("zoneRef", "namespace"), fmt.Errorf("reading namespace %q to check BindZone %s/%s's allowedRecords: %w", ns, z.Namespace, z.Name, err))}
-	}
-	name, err := records.RelativeName(string(z.Spec.ZoneName), string(r.Spec.Name))
-	if err != nil {
+	if _, err := records.RelativeName(string(z.Spec.ZoneName), string(r.Spec.Name)); err != nil {
 		return nil // reported by ValidateDNSRecordSpec
 	}
-	no := records.Admits(z, ns, namespace.Labels, name, r.Spec.Type)
+	ns := namespaceOf(ctx, r.Namespace)
+	no, err := w.admission(ctx, z, ns, r.Spec.Name, r.Spec.Type)
+	if err != nil {
+		return field.ErrorList{field.InternalError(spec.Child("zoneRef", "namespace"), err)}
+	}
 	if no == nil {
 		return nil
 	}
@@ -241,6 +266,26 @@ func (w *DNSRecordWebhook) validateAdmitted(ctx context.Context, r *v1alpha1.DNS
 		return field.ErrorList{field.Invalid(spec.Child("type"), r.Spec.Type, no.Reason)}
 	}
 	return field.ErrorList{field.Invalid(spec.Child("zoneRef", "namespace"), zoneKey(ctx, r).Namespace, no.Reason)}
+}
+
+// admission is zone z's verdict on a DNSRecord of namespace ns holding
+// name and typ: records.Admits (spec.allowedRecords), the rule the
+// DNSRecord controller applies too (NotAdmitted, claims, owned sets). nil
+// when admitted; the zone's own namespace always is. A name outside the
+// zone is not admitted.
+func (w *DNSRecordWebhook) admission(ctx context.Context, z *v1alpha1.BindZone, ns string, name v1alpha1.RecordName, typ v1alpha1.RecordType) (*records.Refusal, error) {
+	if ns == z.Namespace {
+		return nil, nil
+	}
+	var namespace corev1.Namespace
+	if err := w.Reader.Get(ctx, types.NamespacedName{Name: ns}, &namespace); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading namespace %q to check BindZone %s/%s's allowedRecords: %w", ns, z.Namespace, z.Name, err)
+	}
+	rel, err := records.RelativeName(string(z.Spec.ZoneName), string(name))
+	if err != nil {
+		return &records.Refusal{Field: "name", Reason: err.Error()}, nil
+	}
+	return records.Admits(z, ns, namespace.Labels, rel, typ), nil
 }
 
 // validateAgainstZone checks what needs the zone: it must be a Primary

@@ -72,7 +72,7 @@ func TestDNSRecordsFromOtherNamespaces(t *testing.T) {
 		{"type not admitted", record(teamNS, "t", "shared", "txt.team-a", "TXT", "hello"),
 			"spec.type", "admits only record types [A CNAME] from other namespaces"},
 		{"CNAME beside another namespace's data", record(teamNS, "alias", "shared", "app.team-a", "CNAME", "api.team-a"),
-			"spec.type", "cannot coexist with other records at a name"},
+			"spec.type", "a DNSRecord in another namespace already holds TXT data at app.team-a, and a CNAME cannot coexist with other records at a name"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			err := k8sClient.Create(ctx, tc.rec)
@@ -84,6 +84,22 @@ func TestDNSRecordsFromOtherNamespaces(t *testing.T) {
 					t.Errorf("refusal lacks %q:\n%v", w, err)
 				}
 			}
+			if strings.Contains(err.Error(), `"home"`) {
+				t.Errorf("refusal names a DNSRecord of another namespace:\n%v", err)
+			}
 		})
+	}
+
+	// A squatter's CNAME, applied from another namespace before the zone
+	// existed (admitted with a warning), holds no name against the zone
+	// owner's own records once the zone exists and does not admit it.
+	testkit.Must(t, k8sClient.Create(ctx, record(otherNS, "grab", "later", "www", "CNAME", "evil.example.net.")))
+	testkit.Must(t, k8sClient.Create(ctx, &v1alpha1.BindZone{ObjectMeta: in(zonesNS, "later"), Spec: v1alpha1.BindZoneSpec{
+		ClusterRef: ref("auth"), ZoneName: "later.example", UpdateKeyRef: &v1alpha1.LocalObjectReference{Name: "updates"},
+	}}))
+	own := &v1alpha1.DNSRecord{ObjectMeta: in(zonesNS, "www"), Spec: v1alpha1.DNSRecordSpec{
+		ZoneRef: v1alpha1.ZoneReference{Name: "later"}, Name: "www", Type: "A", Values: []string{"192.0.2.80"}}}
+	if err := k8sClient.Create(ctx, own); err != nil {
+		t.Errorf("the zone owner's record is refused beside a squatter's CNAME the zone does not admit: %v", err)
 	}
 }
