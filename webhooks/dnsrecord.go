@@ -215,7 +215,7 @@ func (w *DNSRecordWebhook) validate(ctx context.Context, r *v1alpha1.DNSRecord) 
 		warns = append(warns, missing("spec.zoneRef", "BindZone", r.Spec.ZoneRef.Name, zoneKey(ctx, r).Namespace)+"; the record's name and data were checked without the zone")
 	}
 	errs := ValidateDNSRecordSpec(&r.Spec, zoneName, spec)
-	if zone != nil {
+	if zone != nil && !blames(errs, spec.Child("name"), spec.Child("type")) {
 		errs = append(errs, validateAgainstZone(r, zone, spec, &warns)...)
 		errs = append(errs, w.validateAdmitted(ctx, r, zone, spec)...)
 	}
@@ -228,7 +228,15 @@ func (w *DNSRecordWebhook) validate(ctx context.Context, r *v1alpha1.DNSRecord) 
 // ValidateDNSRecordSpec checks the record set. zoneName "" (zone unknown)
 // still checks the data's syntax, reading relative names as if the zone
 // were the root, but cannot tell whether an absolute owner is in the zone.
+//
+// The name and the type come first, each at its own field: the values
+// are parsed as records of that type at that name, so a bad name or type
+// would otherwise be reported at spec.values[0] as bad data. When either
+// is wrong the values are not checked.
 func ValidateDNSRecordSpec(s *v1alpha1.DNSRecordSpec, zoneName string, fldPath *field.Path) field.ErrorList {
+	if errs := validateOwnerAndType(s.Name, s.Type, zoneName, fldPath); len(errs) > 0 {
+		return errs
+	}
 	zone := zoneName
 	if zone == "" {
 		zone = "."
@@ -317,4 +325,134 @@ func validateAgainstZone(r *v1alpha1.DNSRecord, z *v1alpha1.BindZone, spec *fiel
 		}
 	}
 	return errs
+}
+
+// blames tells whether errs holds an error at one of paths.
+func blames(errs field.ErrorList, paths ...*field.Path) bool {
+	for _, e := range errs {
+		for _, p := range paths {
+			if e.Field == p.String() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// validateOwnerAndType checks a record set's owner name and type on their
+// own, before its data: the same rules as the CRD's pattern on
+// spec.name and enum on spec.type, which the API server applies only
+// after this webhook, with a sentence for each way to get them wrong.
+func validateOwnerAndType(name v1alpha1.RecordName, typ v1alpha1.RecordType, zoneName string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if msg := recordNameProblem(string(name), zoneName); msg != "" {
+		if strings.TrimSpace(string(name)) == "" {
+			errs = append(errs, field.Required(fldPath.Child("name"), msg))
+		} else {
+			errs = append(errs, field.Invalid(fldPath.Child("name"), name, msg))
+		}
+	}
+	if msg := recordTypeProblem(string(typ)); msg != "" {
+		if typ == "" {
+			errs = append(errs, field.Required(fldPath.Child("type"), msg))
+		} else {
+			errs = append(errs, field.Invalid(fldPath.Child("type"), typ, msg))
+		}
+	}
+	return errs
+}
+
+// recordTypes lists the managed types for messages.
+var recordTypes = func() string {
+	names := make([]string, len(v1alpha1.RecordTypes))
+	for i, t := range v1alpha1.RecordTypes {
+		names[i] = string(t)
+	}
+	return strings.Join(names, ", ")
+}()
+
+// recordTypeProblem says what is wrong with a record type, "" when it is
+// one the operator manages.
+func recordTypeProblem(typ string) string {
+	t := strings.ToUpper(strings.TrimSpace(typ))
+	switch t {
+	case "":
+		return "name the record type, one of " + recordTypes
+	case "SOA":
+		return "the SOA record belongs to the zone: set it in the BindZone's spec.soa, not in a DNSRecord"
+	case "ANY", "*":
+		return "ANY is a query type, not a record type; create one DNSRecord per record type"
+	case "AXFR", "IXFR", "MAILA", "MAILB", "OPT", "TSIG", "TKEY":
+		return fmt.Sprintf("%s is not a record type a zone holds; use one of %s", t, recordTypes)
+	case "DNSKEY", "RRSIG", "NSEC", "NSEC3", "NSEC3PARAM", "CDS", "CDNSKEY":
+		return fmt.Sprintf("%s records are made by BIND when the zone is signed; give the BindZone a spec.dnssecPolicyRef instead", t)
+	}
+	if records.IsSupported(t) {
+		return ""
+	}
+	return fmt.Sprintf("record type %q is not supported; use one of %s", typ, recordTypes)
+}
+
+// maxLabel is the longest DNS label and maxName the longest domain name
+// in text form without the final dot (255 octets on the wire), in octets.
+const (
+	maxLabel = 63
+	maxName  = 253
+)
+
+// recordNameProblem says what is wrong with a record's owner name, "" when
+// it is a name the CRD's pattern takes: "@", "*", or dot-separated labels
+// of letters, digits, underscores and inner hyphens, at most 63 octets
+// each, the leftmost possibly "*", with an optional final dot; and the
+// absolute name fits in 255 octets. zoneName "" is an unknown zone.
+func recordNameProblem(name, zoneName string) string {
+	n := strings.TrimSpace(name)
+	switch n {
+	case "":
+		return "name the record's owner, relative to the zone (www, _sip._tcp, *.apps), or @ for the zone apex"
+	case "@", "*":
+		return ""
+	case ".":
+		return `"." is the root; use @ for the zone apex, or a name relative to the zone`
+	}
+	labels := strings.Split(strings.TrimSuffix(n, "."), ".")
+	for i, l := range labels {
+		switch {
+		case l == "":
+			return fmt.Sprintf("%q has an empty label (a leading dot or two dots in a row); write the labels separated by single dots", name)
+		case l == "*" && i == 0:
+			continue
+		case l == "*" || strings.Contains(l, "*"):
+			return fmt.Sprintf("%q has a * that is not the whole leftmost label; a wildcard is written *.name", name)
+		case len(l) > maxLabel:
+			return fmt.Sprintf("label %q is %d octets long; a DNS label holds at most %d", l, len(l), maxLabel)
+		case l[0] == '-' || l[len(l)-1] == '-':
+			return fmt.Sprintf("label %q starts or ends with a hyphen; a hyphen may only sit inside a label", l)
+		}
+		for j := 0; j < len(l); j++ {
+			if c := l[j]; !isLabelByte(c) {
+				what := fmt.Sprintf("%q", string(rune(c)))
+				switch {
+				case c == ' ' || c == '\t':
+					what = "a space"
+				case c >= 0x80:
+					what = "a non-ASCII character"
+				}
+				return fmt.Sprintf("%q holds %s, which a record name cannot; use letters, digits, hyphens and underscores, with dots between labels (an internationalised name in its xn-- form)", name, what)
+			}
+		}
+	}
+	fqdn := records.FQDN(zoneName, n)
+	if zoneName == "" {
+		fqdn = strings.TrimSuffix(n, ".") + "."
+	}
+	if len(fqdn) > maxName+1 {
+		return fmt.Sprintf("the absolute name %s is %d octets long without the final dot, more than the %d a domain name may hold; shorten it", fqdn, len(fqdn)-1, maxName)
+	}
+	return ""
+}
+
+// isLabelByte tells the bytes the CRD's pattern takes in a label.
+func isLabelByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }

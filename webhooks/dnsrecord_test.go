@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -12,6 +13,95 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
+
+// TestDNSRecordNameAndTypeAtTheirFields: a bad type or name is refused at
+// spec.type or spec.name with a sentence about it, and nothing is said
+// about the values, which are only bad because of it (issue 44 item 7:
+// they were refused at spec.values[0] as bad rdata). With and without the
+// zone: the one call admits a record whose zone does not exist yet.
+func TestDNSRecordNameAndTypeAtTheirFields(t *testing.T) {
+	zone := &v1alpha1.BindZone{ObjectMeta: objectMeta("example"), Spec: v1alpha1.BindZoneSpec{
+		ClusterRef: ref("dns"), ZoneName: "example.com", Type: v1alpha1.ZonePrimary,
+	}}
+	long := strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		desc        string
+		name        string
+		typ         v1alpha1.RecordType
+		values      []string
+		field, want string
+		errType     field.ErrorType
+	}{
+		// Types.
+		{"ANY", "www", "ANY", []string{"192.0.2.1"}, "spec.type", "ANY is a query type, not a record type", field.ErrorTypeInvalid},
+		{"any, lowercase", "www", "any", []string{"192.0.2.1"}, "spec.type", "ANY is a query type, not a record type", field.ErrorTypeInvalid},
+		{"SOA", "@", "SOA", []string{"ns1.example.com. hostmaster.example.com. 1 300 60 1209600 60"}, "spec.type", "the SOA record belongs to the zone: set it in the BindZone's spec.soa", field.ErrorTypeInvalid},
+		{"unknown type", "www", "FOO", []string{"192.0.2.1"}, "spec.type", `record type "FOO" is not supported; use one of A, AAAA, CNAME`, field.ErrorTypeInvalid},
+		{"a transfer", "www", "AXFR", []string{"x"}, "spec.type", "AXFR is not a record type a zone holds", field.ErrorTypeInvalid},
+		{"DNSSEC data", "www", "RRSIG", []string{"x"}, "spec.type", "made by BIND when the zone is signed", field.ErrorTypeInvalid},
+		{"no type", "www", "", []string{"192.0.2.1"}, "spec.type", "name the record type, one of A, AAAA", field.ErrorTypeRequired},
+		// Names.
+		{"two dots", "a..b", "A", []string{"192.0.2.1"}, "spec.name", `"a..b" has an empty label`, field.ErrorTypeInvalid},
+		{"leading dot", ".www", "A", []string{"192.0.2.1"}, "spec.name", `".www" has an empty label`, field.ErrorTypeInvalid},
+		{"a space", "my host", "A", []string{"192.0.2.1"}, "spec.name", `"my host" holds a space, which a record name cannot`, field.ErrorTypeInvalid},
+		{"a 64-octet label", long + ".x", "A", []string{"192.0.2.1"}, "spec.name", "label \"" + long + "\" is 64 octets long; a DNS label holds at most 63", field.ErrorTypeInvalid},
+		{"a semicolon", "www;", "TXT", []string{"x"}, "spec.name", `"www;" holds ";", which a record name cannot`, field.ErrorTypeInvalid},
+		{"non-ASCII", "café", "A", []string{"192.0.2.1"}, "spec.name", "holds a non-ASCII character", field.ErrorTypeInvalid},
+		{"wildcard not leftmost", "www.*", "A", []string{"192.0.2.1"}, "spec.name", "a wildcard is written *.name", field.ErrorTypeInvalid},
+		{"leading hyphen", "-www", "A", []string{"192.0.2.1"}, "spec.name", `label "-www" starts or ends with a hyphen`, field.ErrorTypeInvalid},
+		{"the root", ".", "A", []string{"192.0.2.1"}, "spec.name", "use @ for the zone apex", field.ErrorTypeInvalid},
+		{"too long in the zone", strings.TrimSuffix(strings.Repeat(strings.Repeat("a", 60)+".", 4), "."), "A", []string{"192.0.2.1"}, "spec.name", "more than the 253 a domain name may hold", field.ErrorTypeInvalid},
+	} {
+		for _, withZone := range []bool{true, false} {
+			desc := tc.desc
+			if !withZone {
+				desc += ", no zone yet"
+				if tc.desc == "too long in the zone" {
+					continue // 244 octets fit without the zone's name
+				}
+			}
+			t.Run(desc, func(t *testing.T) {
+				g := NewWithT(t)
+				var objs []client.Object
+				if withZone {
+					objs = append(objs, zone)
+				}
+				w := testWebhooks(t, objs...).record
+				r := &v1alpha1.DNSRecord{ObjectMeta: objectMeta("r"), Spec: v1alpha1.DNSRecordSpec{
+					ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: v1alpha1.RecordName(tc.name), Type: tc.typ, Values: tc.values}}
+				g.Expect(w.Default(context.Background(), r)).To(Succeed())
+				_, err := w.ValidateCreate(context.Background(), r)
+				got := causes(t, err)
+				g.Expect(got).To(HaveLen(1), "one refusal, at the field at fault: %v", got)
+				g.Expect(got[0].Field).To(Equal(tc.field))
+				g.Expect(got[0].Type).To(Equal(tc.errType))
+				g.Expect(got[0].Detail).To(ContainSubstring(tc.want))
+			})
+		}
+	}
+	// Still accepted: what the CRD's pattern and enum take.
+	for _, name := range []string{"@", "*", "*.apps", "_sip._tcp", "www", "WWW.example.com.", "a-b_c", strings.Repeat("a", 63)} {
+		t.Run("accepted "+name, func(t *testing.T) {
+			w := testWebhooks(t, zone).record
+			r := &v1alpha1.DNSRecord{ObjectMeta: objectMeta("r"), Spec: v1alpha1.DNSRecordSpec{
+				ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: v1alpha1.RecordName(name), Type: "TXT", Values: []string{"hello"}}}
+			NewWithT(t).Expect(w.Default(context.Background(), r)).To(Succeed())
+			_, err := w.ValidateCreate(context.Background(), r)
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		})
+	}
+	// Bad data at a good name and type is still the values'.
+	t.Run("bad data", func(t *testing.T) {
+		w := testWebhooks(t, zone).record
+		r := &v1alpha1.DNSRecord{ObjectMeta: objectMeta("r"), Spec: v1alpha1.DNSRecordSpec{
+			ZoneRef: v1alpha1.ZoneReference{Name: "example"}, Name: "www", Type: "A", Values: []string{"2001:db8::1"}}}
+		NewWithT(t).Expect(w.Default(context.Background(), r)).To(Succeed())
+		_, err := w.ValidateCreate(context.Background(), r)
+		got := causes(t, err)
+		NewWithT(t).Expect(got).To(HaveLen(1))
+		NewWithT(t).Expect(got[0].Field).To(Equal("spec.values[0]"))
+	})
+}
 
 // TestCNAMERuleOnlyBetweenAdmittedRecords: a DNSRecord of another
 // namespace that the zone does not admit (or, before the zone exists,

@@ -1,6 +1,7 @@
 package cel
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -28,6 +29,17 @@ func TestDNSRecordCreate(t *testing.T) {
 			wantErrors: []string{"spec.zoneRef.name"}},
 		{desc: "unknown type", mutate: func(r *v1.DNSRecord) { r.Spec.Type = "ANY" },
 			wantErrors: []string{"spec.type", `Unsupported value: "ANY"`}},
+		{desc: "SOA type", mutate: func(r *v1.DNSRecord) { r.Spec.Type = "SOA" },
+			wantErrors: []string{"spec.type", `Unsupported value: "SOA"`}},
+		{desc: "type nobody knows", mutate: func(r *v1.DNSRecord) { r.Spec.Type = "FOO" },
+			wantErrors: []string{"spec.type", `Unsupported value: "FOO"`}},
+		{desc: "name with an empty label", mutate: func(r *v1.DNSRecord) { r.Spec.Name = "a..b" },
+			wantErrors: []string{"spec.name", "should match"}},
+		{desc: "name with a space", mutate: func(r *v1.DNSRecord) { r.Spec.Name = "my host" },
+			wantErrors: []string{"spec.name", "should match"}},
+		{desc: "name with a 64-octet label", mutate: func(r *v1.DNSRecord) { r.Spec.Name = v1.RecordName(strings.Repeat("a", 64)) },
+			wantErrors: []string{"spec.name", "should match"}},
+		{desc: "name with a 63-octet label", mutate: func(r *v1.DNSRecord) { r.Spec.Name = v1.RecordName(strings.Repeat("a", 63)) }},
 		{desc: "no values", mutate: func(r *v1.DNSRecord) { r.Spec.Values = []string{} },
 			wantErrors: []string{"spec.values", "should have at least 1 items"}},
 		{desc: "empty value", mutate: func(r *v1.DNSRecord) { r.Spec.Values = []string{""} },
