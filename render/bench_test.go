@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
@@ -29,7 +31,7 @@ func benchInput(n int) Input {
 	}
 	for i := range views {
 		in.Views = append(in.Views, bindv1alpha1.BindView{ObjectMeta: meta(fmt.Sprintf("view-%d", i)), Spec: bindv1alpha1.BindViewSpec{
-			Order: int32(i % 7), MatchClients: []bindv1alpha1.AddressMatchElement{aclRef(fmt.Sprintf("acl-%d", i))},
+			Order: ptr.To(int32(i % 7)), MatchClients: []bindv1alpha1.AddressMatchElement{aclRef(fmt.Sprintf("acl-%d", i))},
 		}})
 	}
 	in.ViewKeys = viewKeysFor(in.Views)

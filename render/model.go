@@ -205,7 +205,9 @@ func (v *viewDef) claim(zone string, o owner) error {
 
 func (m *model) loadViews() error {
 	views := byName(m.in.Views, func(v *bindv1alpha1.BindView) (string, string) { return v.Name, v.Namespace })
-	slices.SortStableFunc(views, func(a, b *bindv1alpha1.BindView) int { return cmp.Compare(a.Spec.Order, b.Spec.Order) })
+	slices.SortStableFunc(views, func(a, b *bindv1alpha1.BindView) int {
+		return cmp.Compare(a.Spec.EffectiveOrder(), b.Spec.EffectiveOrder())
+	})
 	for _, v := range views {
 		if err := safeName("BindView name", v.Name); err != nil {
 			return err

@@ -39,7 +39,9 @@ type policyScope struct {
 
 func (m *model) loadPolicies() error {
 	pols := byName(m.in.Policies, func(p *bindv1alpha1.BindPolicy) (string, string) { return p.Name, p.Namespace })
-	slices.SortStableFunc(pols, func(a, b *bindv1alpha1.BindPolicy) int { return cmp.Compare(a.Spec.Order, b.Spec.Order) })
+	slices.SortStableFunc(pols, func(a, b *bindv1alpha1.BindPolicy) int {
+		return cmp.Compare(a.Spec.EffectiveOrder(), b.Spec.EffectiveOrder())
+	})
 	for _, p := range pols {
 		what := "BindPolicy " + p.Name
 		zone := string(p.Spec.ZoneName)

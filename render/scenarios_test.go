@@ -180,7 +180,7 @@ func scenarioViews() Input {
 	c := cluster(bindv1alpha1.ModeAuthoritative)
 	c.Spec.TransferKeyRef = ref("transfer")
 	internal := bindv1alpha1.BindView{ObjectMeta: meta("internal"), Spec: bindv1alpha1.BindViewSpec{
-		Order:        10,
+		Order:        ptr.To[int32](10),
 		MatchClients: []bindv1alpha1.AddressMatchElement{keyRef("internal-view"), aclRef("internal-nets")},
 		Recursion:    ptr.To(true),
 		AllowRecursion: []bindv1alpha1.AddressMatchElement{
@@ -189,13 +189,13 @@ func scenarioViews() Input {
 		Forwarders: []bindv1alpha1.Forwarder{{Address: "198.18.0.1"}},
 	}}
 	external := bindv1alpha1.BindView{ObjectMeta: meta("external"), Spec: bindv1alpha1.BindViewSpec{
-		Order:             100,
+		Order:             ptr.To[int32](100),
 		MatchClients:      []bindv1alpha1.AddressMatchElement{builtin("any")},
 		MatchDestinations: []bindv1alpha1.AddressMatchElement{not(addr("198.18.200.1")), builtin("any")},
 		Recursion:         ptr.To(false),
 	}}
 	guest := bindv1alpha1.BindView{ObjectMeta: meta("guest"), Spec: bindv1alpha1.BindViewSpec{
-		Order:              10, // ties with internal: sorts by name, guest first
+		Order:              ptr.To[int32](10), // ties with internal: sorts by name, guest first
 		MatchClients:       []bindv1alpha1.AddressMatchElement{addr("198.18.50.0/24")},
 		MatchRecursiveOnly: true,
 	}}
@@ -226,7 +226,7 @@ func scenarioViews() Input {
 		ViewKeys: viewKeysFor([]bindv1alpha1.BindView{external, internal, guest}),
 		Zones:    []bindv1alpha1.BindZone{zi, ze, fw, sec},
 		Policies: []bindv1alpha1.BindPolicy{{ObjectMeta: meta("block"), Spec: bindv1alpha1.BindPolicySpec{
-			ZoneName: "rpz.internal", ViewRef: ref("internal"), Order: 100,
+			ZoneName: "rpz.internal", ViewRef: ref("internal"), Order: ptr.To[int32](100),
 			Rules: []bindv1alpha1.RPZRule{{Match: "ads.example", Trigger: bindv1alpha1.TriggerQName, Action: "NXDOMAIN"}},
 		}}},
 		Paths: DefaultPaths(),
@@ -239,7 +239,7 @@ func scenarioRPZ() Input {
 	in.Zones = nil
 	in.Policies = []bindv1alpha1.BindPolicy{
 		{ObjectMeta: meta("threats"), Spec: bindv1alpha1.BindPolicySpec{
-			ZoneName: "rpz.threats.internal", Order: 10, MaxPolicyTTL: ptr.To(int32(300)), BreakDNSSEC: true,
+			ZoneName: "rpz.threats.internal", Order: ptr.To[int32](10), MaxPolicyTTL: ptr.To(int32(300)), BreakDNSSEC: true,
 			Rules: []bindv1alpha1.RPZRule{
 				{Match: "malware.example", Action: "NXDOMAIN"},
 				{Match: "*.malware.example", Action: "NXDOMAIN"},
@@ -257,15 +257,15 @@ func scenarioRPZ() Input {
 			},
 		}},
 		{ObjectMeta: meta("audit"), Spec: bindv1alpha1.BindPolicySpec{
-			ZoneName: "rpz.audit.internal", Order: 100, PolicyOverride: "Disabled", Log: ptr.To(true), QNameWaitRecurse: ptr.To(false),
+			ZoneName: "rpz.audit.internal", Order: ptr.To[int32](100), PolicyOverride: "Disabled", Log: ptr.To(true), QNameWaitRecurse: ptr.To(false),
 			Rules: []bindv1alpha1.RPZRule{{Match: "*.example.net", Action: "NXDOMAIN"}},
 		}},
 		{ObjectMeta: meta("quiet"), Spec: bindv1alpha1.BindPolicySpec{
-			ZoneName: "rpz.quiet.internal", Order: 100, Log: ptr.To(false),
+			ZoneName: "rpz.quiet.internal", Order: ptr.To[int32](100), Log: ptr.To(false),
 		}},
 		// A feed: every pod transfers it from the provider.
 		{ObjectMeta: meta("feed"), Spec: bindv1alpha1.BindPolicySpec{
-			ZoneName: "rpz.feed.example", Order: 200,
+			ZoneName: "rpz.feed.example", Order: ptr.To[int32](200),
 			Primaries: []bindv1alpha1.RemoteServer{{Address: "198.18.5.5"}, {Address: "198.18.5.6", Port: ptr.To(int32(5353))}},
 		}},
 	}

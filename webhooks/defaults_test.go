@@ -236,7 +236,7 @@ func TestBindViewDefaultThenValidate(t *testing.T) {
 		ClusterRef: ref("res"), MatchClients: []v1alpha1.AddressMatchElement{{Address: "2001:DB8::/32", Negate: true}, {Builtin: v1alpha1.BuiltinAny}},
 	}})
 	NewWithT(t).Expect(v.Spec).To(Equal(v1alpha1.BindViewSpec{
-		ClusterRef: ref("res"), Order: 100, MatchClients: []v1alpha1.AddressMatchElement{{Address: "2001:db8::/32", Negate: true}, {Builtin: v1alpha1.BuiltinAny}},
+		ClusterRef: ref("res"), Order: ptr.To[int32](100), MatchClients: []v1alpha1.AddressMatchElement{{Address: "2001:db8::/32", Negate: true}, {Builtin: v1alpha1.BuiltinAny}},
 	}))
 }
 
@@ -269,7 +269,7 @@ func TestBindPolicyDefaultThenValidate(t *testing.T) {
 		},
 	}})
 	NewWithT(t).Expect(p.Spec).To(Equal(v1alpha1.BindPolicySpec{
-		ClusterRef: ref("res"), ZoneName: "rpz.example.internal", Order: 100, PolicyOverride: v1alpha1.RPZOverrideGiven, Log: ptr.To(true),
+		ClusterRef: ref("res"), ZoneName: "rpz.example.internal", Order: ptr.To[int32](100), PolicyOverride: v1alpha1.RPZOverrideGiven, Log: ptr.To(true),
 		Rules: []v1alpha1.RPZRule{
 			{Match: "ads.example", Trigger: v1alpha1.TriggerQName, Action: v1alpha1.ActionNXDOMAIN},
 			{Match: "2001:db8::/32", Trigger: v1alpha1.TriggerClientIP, Action: v1alpha1.ActionDrop},

@@ -107,12 +107,13 @@ type BindPolicySpec struct {
 	ZoneName DomainName `json:"zoneName"`
 
 	// order places the policy among the cluster's policies: lower is
-	// consulted first. Ties sort by name.
+	// consulted first. Ties sort by name. Defaults to 100; 0 is the first
+	// place.
 	// +optional
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
-	Order int32 `json:"order,omitempty"`
+	Order *int32 `json:"order,omitempty"`
 
 	// rules of the policy; at most one per match and trigger. The bound
 	// keeps the CEL cost of the per-rule checks within the API server's budget.

@@ -19,11 +19,12 @@ type BindViewSpec struct {
 
 	// order places the view among the cluster's views; lower comes first
 	// and BIND uses the first view that matches. Ties sort by name.
+	// Defaults to 100; 0 is the first place.
 	// +optional
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
-	Order int32 `json:"order,omitempty"`
+	Order *int32 `json:"order,omitempty"`
 
 	// matchClients selects clients by source address, ACL or TSIG key.
 	// +optional

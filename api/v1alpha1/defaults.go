@@ -292,18 +292,26 @@ func (k *BindTSIGKey) SetDefaults() {
 	}
 }
 
-// SetDefaults fills the view's order.
+// SetDefaults fills the view's order when it is unset; an order the user
+// wrote, 0 included, stays.
 func (v *BindView) SetDefaults() {
-	if v.Spec.Order == 0 {
-		v.Spec.Order = DefaultViewOrder
+	if v.Spec.Order == nil {
+		v.Spec.Order = ptr.To[int32](DefaultViewOrder)
 	}
 }
 
-// SetDefaults fills order, policyOverride, log and each rule's trigger.
+// EffectiveOrder is the view's order, DefaultViewOrder when unset.
+func (s *BindViewSpec) EffectiveOrder() int32 { return ptr.Deref(s.Order, DefaultViewOrder) }
+
+// EffectiveOrder is the policy's order, DefaultPolicyOrder when unset.
+func (s *BindPolicySpec) EffectiveOrder() int32 { return ptr.Deref(s.Order, DefaultPolicyOrder) }
+
+// SetDefaults fills order, policyOverride, log and each rule's trigger
+// where unset; what the user wrote (an order of 0, log: false) stays.
 func (p *BindPolicy) SetDefaults() {
 	s := &p.Spec
-	if s.Order == 0 {
-		s.Order = DefaultPolicyOrder
+	if s.Order == nil {
+		s.Order = ptr.To[int32](DefaultPolicyOrder)
 	}
 	if s.PolicyOverride == "" {
 		s.PolicyOverride = DefaultRPZPolicyOverride

@@ -613,6 +613,11 @@ func (in *BindPolicySpec) DeepCopyInto(out *BindPolicySpec) {
 		*out = new(LocalObjectReference)
 		**out = **in
 	}
+	if in.Order != nil {
+		in, out := &in.Order, &out.Order
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Rules != nil {
 		in, out := &in.Rules, &out.Rules
 		*out = make([]RPZRule, len(*in))
@@ -838,6 +843,11 @@ func (in *BindViewList) DeepCopyObject() runtime.Object {
 func (in *BindViewSpec) DeepCopyInto(out *BindViewSpec) {
 	*out = *in
 	out.ClusterRef = in.ClusterRef
+	if in.Order != nil {
+		in, out := &in.Order, &out.Order
+		*out = new(int32)
+		**out = **in
+	}
 	if in.MatchClients != nil {
 		in, out := &in.MatchClients, &out.MatchClients
 		*out = make([]AddressMatchElement, len(*in))

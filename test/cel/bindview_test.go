@@ -11,7 +11,7 @@ import (
 func baseView() *v1.BindView {
 	return &v1.BindView{Spec: v1.BindViewSpec{
 		ClusterRef:   v1.LocalObjectReference{Name: "resolver"},
-		Order:        10,
+		Order:        ptr.To[int32](10),
 		MatchClients: []v1.AddressMatchElement{{Address: "192.0.2.0/24"}},
 	}}
 }
@@ -31,7 +31,7 @@ func TestBindViewCreate(t *testing.T) {
 		{desc: "allowRecursion without recursion", mutate: func(v *v1.BindView) {
 			v.Spec.AllowRecursion = []v1.AddressMatchElement{{Builtin: "any"}}
 		}, wantErrors: []string{"allowRecursion needs recursion: true"}},
-		{desc: "order above the maximum", mutate: func(v *v1.BindView) { v.Spec.Order = 10001 },
+		{desc: "order above the maximum", mutate: func(v *v1.BindView) { v.Spec.Order = ptr.To[int32](10001) },
 			wantErrors: []string{"spec.order", "should be less than or equal to 10000"}},
 		{desc: "match element with address and key", mutate: func(v *v1.BindView) {
 			v.Spec.MatchClients = []v1.AddressMatchElement{{Address: "192.0.2.1", KeyRef: "k"}}
@@ -60,7 +60,7 @@ func TestBindViewCreate(t *testing.T) {
 
 func TestBindViewUpdate(t *testing.T) {
 	runUpdateCases(t, baseView, []updateCase[*v1.BindView]{
-		{desc: "order may change", mutate: func(v *v1.BindView) { v.Spec.Order = 5 }},
+		{desc: "order may change", mutate: func(v *v1.BindView) { v.Spec.Order = ptr.To[int32](5) }},
 		{desc: "clusterRef is immutable", mutate: func(v *v1.BindView) { v.Spec.ClusterRef.Name = "other" },
 			wantErrors: []string{"spec.clusterRef", "clusterRef is immutable; create a new BindView"}},
 	})

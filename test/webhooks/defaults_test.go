@@ -141,7 +141,7 @@ func TestDefaultsStored(t *testing.T) {
 		t.Errorf("acl defaults: %+v", a.Spec)
 	}
 	v := stored(t, &v1alpha1.BindView{ObjectMeta: meta("external"), Spec: v1alpha1.BindViewSpec{ClusterRef: ref("viewed"), MatchClients: []v1alpha1.AddressMatchElement{{Address: "2001:DB8::/32", Negate: true}, {Builtin: "any"}}}}).(*v1alpha1.BindView)
-	if v.Spec.MatchClients[0].Address != "2001:db8::/32" || v.Spec.Order != 100 {
+	if v.Spec.MatchClients[0].Address != "2001:db8::/32" || ptr.Deref(v.Spec.Order, -1) != 100 {
 		t.Errorf("view defaults: %+v", v.Spec)
 	}
 }
