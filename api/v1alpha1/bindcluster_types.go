@@ -171,7 +171,7 @@ type BindClusterSpec struct {
 
 	// queryLog turns on BIND's query logging.
 	// +optional
-	QueryLog bool `json:"queryLog,omitempty"`
+	QueryLog bool `json:"queryLog,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 }
 
 // ClusterPorts are the container ports of a BIND pod.

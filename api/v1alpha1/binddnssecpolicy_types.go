@@ -79,7 +79,7 @@ type NSEC3Spec struct {
 	// optOut skips unsigned delegations. Only useful for very large
 	// delegation-heavy zones.
 	// +optional
-	OptOut bool `json:"optOut,omitempty"`
+	OptOut bool `json:"optOut,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 
 	// saltLength in bytes. RFC 9276 recommends 0.
 	// +optional

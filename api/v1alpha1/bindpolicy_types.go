@@ -150,7 +150,7 @@ type BindPolicySpec struct {
 
 	// breakDNSSEC applies the policy even to DNSSEC-signed answers.
 	// +optional
-	BreakDNSSEC bool `json:"breakDNSSEC,omitempty"`
+	BreakDNSSEC bool `json:"breakDNSSEC,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 
 	// qnameWaitRecurse waits for recursion before applying QName rules.
 	// Defaults to BIND's default (yes).

@@ -123,7 +123,7 @@ type BindTSIGKeySpec struct {
 	// the key under "secret") instead of generating one. The operator never
 	// modifies an imported Secret. Immutable.
 	// +optional
-	ImportExisting bool `json:"importExisting,omitempty"`
+	ImportExisting bool `json:"importExisting,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 
 	// secretTemplate is metadata reconciled onto the generated Secret.
 	// +optional

@@ -40,7 +40,7 @@ type BindViewSpec struct {
 
 	// matchRecursiveOnly matches only recursive queries.
 	// +optional
-	MatchRecursiveOnly bool `json:"matchRecursiveOnly,omitempty"`
+	MatchRecursiveOnly bool `json:"matchRecursiveOnly,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 
 	// recursion turns recursion on for the view. Defaults to the cluster's
 	// mode.

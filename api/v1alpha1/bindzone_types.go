@@ -100,7 +100,7 @@ type BindZoneSpec struct {
 	// to read them all. Not for catalog members: the secondaries take a
 	// member's transfer rules from the catalog, which cannot name keys.
 	// +optional
-	AllowUpdateKeyTransfer bool `json:"allowUpdateKeyTransfer,omitempty"`
+	AllowUpdateKeyTransfer bool `json:"allowUpdateKeyTransfer,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 
 	// allowTransfer lists who may transfer the zone besides the cluster's
 	// own secondaries, which always may (keyed).

@@ -87,7 +87,7 @@ type AddressMatchElement struct {
 
 	// negate excludes the matched clients instead of including them.
 	// +optional
-	Negate bool `json:"negate,omitempty"`
+	Negate bool `json:"negate,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 }
 
 // RemoteServer is a server outside the cluster, e.g. an external primary.

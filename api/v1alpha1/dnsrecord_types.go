@@ -51,7 +51,7 @@ type DNSRecordSpec struct {
 	// its name and type but was not created by a DNSRecord. Without it such
 	// data is left alone and the record reports a Conflict.
 	// +optional
-	AdoptExisting bool `json:"adoptExisting,omitempty"`
+	AdoptExisting bool `json:"adoptExisting,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 }
 
 // ZoneReference names a BindZone, possibly in another namespace.
