@@ -81,7 +81,7 @@ func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1
 	}))
 	testkit.Must(t, env.Client.Create(ctx, &v1.BindPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "feed"},
-		Spec: v1.BindPolicySpec{ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: policyFeed, Order: 200,
+		Spec: v1.BindPolicySpec{ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: policyFeed, Order: ptr.To[int32](200),
 			Primaries: []v1.RemoteServer{{Address: upstreamIP}}},
 	}))
 	a.servedByAll(ctx, t, policyZone, policyFeed)

@@ -50,11 +50,11 @@ func TestViewsServeTheirOwnData(t *testing.T) {
 	}))
 	for _, v := range []v1.BindView{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "inside"}, Spec: v1.BindViewSpec{
-			ClusterRef: v1.LocalObjectReference{Name: cluster}, Order: 10,
+			ClusterRef: v1.LocalObjectReference{Name: cluster}, Order: ptr.To[int32](10),
 			MatchClients: []v1.AddressMatchElement{{Address: inside.String() + "/32"}},
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "outside"}, Spec: v1.BindViewSpec{
-			ClusterRef: v1.LocalObjectReference{Name: cluster}, Order: 20,
+			ClusterRef: v1.LocalObjectReference{Name: cluster}, Order: ptr.To[int32](20),
 			MatchClients: []v1.AddressMatchElement{{Builtin: v1.BuiltinAny}},
 		}},
 	} {
