@@ -17,6 +17,12 @@ type Refusal struct {
 	Field, Reason string
 }
 
+// A refusal names the zone (the record's own zoneRef) and the field of
+// spec.allowedRecords that refuses, never its value: the requester lives
+// in another namespace and may not be allowed to read the zone, and the
+// selector, suffixes and types are its owner's. Whoever may read the
+// BindZone sees them there.
+//
 // Admits says whether zone z admits a DNSRecord of namespace ns
 // (whose labels are nsLabels) holding name (relative to the zone, "@" for
 // the apex) with type typ: nil when it does. The zone's own namespace is
@@ -33,19 +39,19 @@ func Admits(z *v1alpha1.BindZone, ns string, nsLabels map[string]string, name st
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&a.Namespaces)
 	if err != nil {
-		return &Refusal{"zoneRef.namespace", fmt.Sprintf("BindZone %s/%s has an invalid spec.allowedRecords.namespaces (%v); its owner must fix it", z.Namespace, z.Name, err)}
+		return &Refusal{"zoneRef.namespace", fmt.Sprintf("BindZone %s/%s has an invalid spec.allowedRecords.namespaces; its owner must fix it", z.Namespace, z.Name)}
 	}
 	if !sel.Matches(labels.Set(nsLabels)) {
-		return &Refusal{"zoneRef.namespace", fmt.Sprintf("BindZone %s/%s admits DNSRecords only from namespaces matching %s, and namespace %q does not; ask the zone's owner, or use a zone of your own namespace", z.Namespace, z.Name, sel, ns)}
+		return &Refusal{"zoneRef.namespace", fmt.Sprintf("BindZone %s/%s does not admit DNSRecords from namespace %q: its spec.allowedRecords.namespaces does not select it; ask the zone's owner, or use a zone of your own namespace", z.Namespace, z.Name, ns)}
 	}
 	if len(a.NameSuffixes) > 0 && !slices.ContainsFunc(a.NameSuffixes, func(s v1alpha1.RecordName) bool {
 		suffix := strings.ToLower(strings.TrimSuffix(string(s), "."))
 		return name == suffix || (suffix != "@" && strings.HasSuffix(name, "."+suffix))
 	}) {
-		return &Refusal{"name", fmt.Sprintf("BindZone %s/%s admits names from other namespaces only under %v; choose a name there", z.Namespace, z.Name, a.NameSuffixes)}
+		return &Refusal{"name", fmt.Sprintf("BindZone %s/%s does not admit the name %q from other namespaces: it is under none of its spec.allowedRecords.nameSuffixes; ask the zone's owner which names it admits", z.Namespace, z.Name, name)}
 	}
 	if len(a.Types) > 0 && !slices.Contains(a.Types, typ) {
-		return &Refusal{"type", fmt.Sprintf("BindZone %s/%s admits only record types %v from other namespaces", z.Namespace, z.Name, a.Types)}
+		return &Refusal{"type", fmt.Sprintf("BindZone %s/%s does not admit record type %s from other namespaces: it is not among its spec.allowedRecords.types; ask the zone's owner which types it admits", z.Namespace, z.Name, typ)}
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func TestRecordsFromTeamNamespaces(t *testing.T) {
 
 	err := env.Client.Create(ctx, record(other, "api.team"))
 	NewWithT(t).Expect(err).To(HaveOccurred(), "a DNSRecord from a namespace the zone does not select")
-	for _, want := range []string{"spec.zoneRef.namespace", `admits DNSRecords only from namespaces matching dns.example.com/zone=apps, and namespace "e2e-xns-other" does not`} {
+	for _, want := range []string{"spec.zoneRef.namespace", `does not admit DNSRecords from namespace "e2e-xns-other": its spec.allowedRecords.namespaces does not select it`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal lacks %q:\n%v", want, err)
 		}
