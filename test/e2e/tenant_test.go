@@ -94,7 +94,7 @@ func TestTenantCannotBorrowASecretsMaterial(t *testing.T) {
 		var sts appsv1.StatefulSet
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "borrower"}, &sts)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a StatefulSet runs with the borrowed key: %v", err)
-	}).WithContext(ctx).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Succeed())
 
 	// Importing is refused to the tenant, at the field, without saying
 	// whether the Secret exists.
