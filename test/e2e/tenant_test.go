@@ -105,11 +105,15 @@ func TestTenantCannotBorrowASecretsMaterial(t *testing.T) {
 	g.Expect(err).To(HaveOccurred(), "the tenant imported a Secret it may not read")
 	g.Expect(err.Error()).To(ContainSubstring("spec.secretName"))
 	t.Logf("the tenant's import: %v", err)
-	// A user who may read it imports it.
-	testkit.Must(t, env.Client.Create(ctx, &v1.BindTSIGKey{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "imported"},
-		Spec:       v1.BindTSIGKeySpec{SecretName: "victim", ImportExisting: true},
-	}))
+	// A user who may read it imports it, once the tenant's key no longer
+	// names it (each Secret serves one key).
+	testkit.Must(t, tenant.Delete(ctx, &v1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stolen"}}))
+	g.Eventually(func() error {
+		return env.Client.Create(ctx, &v1.BindTSIGKey{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "imported"},
+			Spec:       v1.BindTSIGKeySpec{SecretName: "victim", ImportExisting: true},
+		})
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "the admin imports the Secret")
 	g.Eventually(func() (bool, error) {
 		var k v1.BindTSIGKey
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "imported"}, &k)
