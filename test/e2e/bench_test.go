@@ -42,7 +42,7 @@ const (
 	// third slowest) keep the path to 20 s.
 	policyEdits  = 200
 	benchRecords = 10000
-	benchBatch   = 500 // records per raw UPDATE: DESIGN §8's optimum
+	benchBatch   = 500 // records per raw UPDATE: the fastest size measured (docs/bind-facts.md)
 	// editGoal is issue 15's p99 for an edit to be served everywhere; the
 	// edits slower than it are listed stage by stage.
 	editGoal = 50 * time.Millisecond

@@ -212,8 +212,8 @@ func soaSerial(server, zone string) (uint32, error) {
 	return soa.Serial, nil
 }
 
-// testNet is where the tests may send DNS (DESIGN §7): loopback and the
-// local cluster's pod (198.18/16) and Service (198.19/16) ranges.
+// testNet is where the tests may send DNS (docs/testing.md, "Network
+// rules"): loopback and the local cluster's pod (198.18/16) and Service (198.19/16) ranges.
 var testNet = netip.MustParsePrefix("198.18.0.0/15")
 
 // guardAddr returns server as host:port (default port 53), refusing any
@@ -228,7 +228,7 @@ func guardAddr(server string) (string, error) {
 		return "", fmt.Errorf("server %q is not an IP address", server)
 	}
 	if !ip.IsLoopback() && !testNet.Contains(ip.Unmap()) {
-		return "", fmt.Errorf("refusing to send DNS to %s: only loopback and %s are test hosts (DESIGN §7)", ip, testNet)
+		return "", fmt.Errorf("refusing to send DNS to %s: only loopback and %s are test hosts (docs/testing.md, Network rules)", ip, testNet)
 	}
 	return net.JoinHostPort(host, port), nil
 }

@@ -23,7 +23,7 @@ import (
 // primary's NOTIFY as received, signed with the transfer key, and refused
 // none. The NOTIFY leaves from the primary's pod IP while the secondaries
 // transfer from the primary Service, so an unsigned NOTIFY would be refused
-// as "non-primary": accepting it is exactly what DESIGN §3.4 promises.
+// as "non-primary": accepting it is exactly what docs/behaviours.md, "Keyed NOTIFY", promises.
 func TestRecordChangeReachesSecondariesThroughSignedNotify(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
