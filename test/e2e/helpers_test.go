@@ -213,7 +213,8 @@ func soaSerial(server, zone string) (uint32, error) {
 }
 
 // testNet is where the tests may send DNS (docs/testing.md, "Network
-// rules"): loopback and the local cluster's pod (198.18/16) and Service (198.19/16) ranges.
+// rules"): loopback and the local cluster's pod (198.18/16) and Service
+// (198.19/16) ranges.
 var testNet = netip.MustParsePrefix("198.18.0.0/15")
 
 // guardAddr returns server as host:port (default port 53), refusing any
