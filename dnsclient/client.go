@@ -39,6 +39,9 @@ type Options struct {
 	// MaxTransferRecords bounds what an AXFR/IXFR may return; default
 	// DefaultMaxTransferRecords.
 	MaxTransferRecords int
+	// MaxTransferBytes bounds the wire size of the records an AXFR/IXFR
+	// may return; default DefaultMaxTransferBytes.
+	MaxTransferBytes int
 	// Logger receives one debug line per exchange (never key material).
 	Logger *slog.Logger
 }
@@ -73,6 +76,9 @@ func New(server string, key *Key, opts Options) (*Client, error) {
 	}
 	if opts.MaxTransferRecords <= 0 {
 		opts.MaxTransferRecords = DefaultMaxTransferRecords
+	}
+	if opts.MaxTransferBytes <= 0 {
+		opts.MaxTransferBytes = DefaultMaxTransferBytes
 	}
 	log := opts.Logger
 	if log == nil {

@@ -245,6 +245,53 @@ func TestBatchTransferSerial(t *testing.T) {
 
 func serialGreater(a, b uint32) bool { return a != b && a-b < 1<<31 } // RFC 1982
 
+// A transfer is bounded by the records' count and by their wire size:
+// network input, even from our own primary, is. A zone of 100 records of
+// 1,000-byte TXT rdata passes within both bounds, and fails with each one
+// set just below what the zone holds, the error naming the bound.
+func TestTransferBounds(t *testing.T) {
+	s, k := server(t, false)
+	c := client(t, s, k)
+	ctx := ctxT(t)
+	changes := make([]Change, 100)
+	long := strings.Repeat("x", 250)
+	for i := range changes {
+		changes[i] = Change{Op: Create, Set: RRSet{Name: fmt.Sprintf("t%03d", i), Type: dns.TypeTXT, TTL: 60,
+			Values: []string{fmt.Sprintf("%q %q %q %q", long, long, long, long)}}}
+	}
+	c.opts.BatchSize = 100
+	if res, err := c.Apply(ctx, zone, changes); err != nil || res.Err() != nil {
+		t.Fatalf("apply: %+v %v", res, err)
+	}
+	rrs, err := c.AXFR(ctx, zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for _, rr := range rrs {
+		size += dns.Len(rr)
+	}
+	if size < 100_000 {
+		t.Fatalf("the zone holds %d bytes of records, want over 100,000", size)
+	}
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{MaxTransferRecords: len(rrs) - 1}, fmt.Sprintf("more than %d records", len(rrs)-1)},
+		{Options{MaxTransferBytes: size - 1}, fmt.Sprintf("more than %d bytes of records", size-1)},
+	} {
+		bounded, err := New(s.DNSAddr, c.key, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bounded.AXFR(ctx, zone); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("AXFR with %+v: %v, want an error saying %q", tc.opts, err, tc.want)
+		}
+		bounded.Close()
+	}
+}
+
 // A batch with a few bad sets: the good ones apply, the bad ones come back
 // by index with their rcode, and bisection needs far fewer messages than
 // one per set.

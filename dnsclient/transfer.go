@@ -15,6 +15,10 @@ import (
 // server cannot make the client hold an unbounded zone in memory.
 const DefaultMaxTransferRecords = 2_000_000
 
+// DefaultMaxTransferBytes bounds an AXFR/IXFR by the records' wire size as
+// well: a count alone lets a few records of 64 KiB each hold gigabytes.
+const DefaultMaxTransferBytes = 256 << 20
+
 // Serial returns the SOA serial named serves for zone: the cheap drift
 // check (compare with the serial after our last write). Signed when the
 // client has a key, so the answer is authenticated.
@@ -123,10 +127,10 @@ func (c *Client) IXFR(ctx context.Context, zone string, serial uint32) ([]dns.RR
 // transfer runs a zone transfer on its own TCP connection (transfers are
 // multi-message and chain their TSIGs, so they never share the kept UPDATE
 // connection) and hands each record to fn. It is bounded by ctx, the client
-// timeout per message and MaxTransferRecords.
+// timeout per message, MaxTransferRecords and MaxTransferBytes.
 func (c *Client) transfer(ctx context.Context, zone string, m *dns.Msg, fn func(dns.RR) error) (err error) {
 	start := time.Now()
-	n := 0
+	n, size := 0, 0
 	defer func() { c.logExchange(ctx, "dns transfer", zone, n, start, err) }()
 	c.sign(m)
 	var d net.Dialer
@@ -170,6 +174,9 @@ func (c *Client) transfer(ctx context.Context, zone string, m *dns.Msg, fn func(
 		}
 		for _, rr := range e.RR {
 			n++
+			if size += dns.Len(rr); size > c.opts.MaxTransferBytes {
+				return fmt.Errorf("dnsclient: transfer of %s: more than %d bytes of records", zone, c.opts.MaxTransferBytes)
+			}
 			if err := fn(rr); err != nil {
 				return err
 			}
