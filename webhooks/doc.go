@@ -26,5 +26,6 @@
 // deleted object forever, because something it references changed since.
 // It also spares the admission calls on the update that strips the
 // finalizer of an earlier release from a DNSRecord (DNSRecords are created
-// without one now).
+// without one now). So the pure rules run again over what is stored:
+// Rechecker (recheck.go), which the manager hands to the controllers.
 package webhooks
