@@ -17,6 +17,19 @@ const (
 	ConditionConflict = "Conflict"
 )
 
+// Reason of the Ready condition of every kind.
+const (
+	// ReasonInvalid: the object fails the operator's current admission
+	// rules, which tightened after it was stored (an upgrade, a narrower
+	// flag). The operator re-checks every stored object when it starts
+	// and whenever one changes. An Invalid object is left out of every
+	// configuration and nothing it declares is applied or removed: what
+	// already runs stays as it is until its spec is fixed. The message
+	// names each field at fault with the validating webhook's sentence
+	// (docs/behaviours.md, "Stored objects are re-checked").
+	ReasonInvalid = "Invalid"
+)
+
 // Reasons of a BindCluster's ConfigValid, Progressing and Ready conditions.
 const (
 	// ReasonRenderFailed: the configuration cannot be rendered yet (usually
