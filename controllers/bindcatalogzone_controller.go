@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,7 +32,12 @@ import (
 // reconciler transfers the catalog from the primary (keyed with K) and
 // reports its members, their count and its serial.
 type BindCatalogZoneReconciler struct {
-	Client client.Client
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Rechecks runs the current admission rules over the catalog
+	// (docs/behaviours.md, "Stored objects are re-checked"); nil
+	// re-checks nothing.
+	Rechecks *Rechecks
 	// Endpoints locates the primary; nil means KubePods.
 	Endpoints PodEndpoints
 	// Period is how often the status is refreshed; default 30 s.
@@ -45,7 +51,10 @@ type BindCatalogZoneReconciler struct {
 func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cat bindv1alpha1.BindCatalogZone
 	if err := r.Client.Get(ctx, req.NamespacedName, &cat); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, r.Rechecks.gone(&cat, req.NamespacedName, err)
+	}
+	if msg := r.Rechecks.Check(&cat); msg != "" {
+		return ctrl.Result{}, r.invalidCatalog(ctx, &cat, msg)
 	}
 	status := cat.Status.DeepCopy()
 	status.ObservedGeneration = cat.Generation
@@ -191,6 +200,9 @@ const memberSettle = 2 * time.Second
 // (its status included, which the BindZone controller updates after adding
 // the membership) refreshes the catalog's status within memberSettle.
 func (r *BindCatalogZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("bind-operator")
+	}
 	if r.Endpoints == nil {
 		r.Endpoints = KubePods{Client: mgr.GetClient()}
 	}

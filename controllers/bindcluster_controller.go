@@ -41,6 +41,10 @@ type BindClusterReconciler struct {
 	Recorder events.EventRecorder
 	Options  ClusterOptions
 	Paths    render.Paths
+	// Rechecks runs the current admission rules over the cluster and what
+	// its render gathers (docs/behaviours.md, "Stored objects are
+	// re-checked"); nil re-checks nothing.
+	Rechecks *Rechecks
 	// SecretResyncPeriod is how often a cluster re-reads key material from
 	// Secrets the operator did not generate (imported keys): those are
 	// not cached, so no watch reports their changes. It is also how often
@@ -80,7 +84,7 @@ func (r *BindClusterReconciler) secretResync() time.Duration {
 func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cluster bindv1alpha1.BindCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &cluster); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, r.Rechecks.gone(&cluster, req.NamespacedName, err)
 	}
 	if cluster.DeletionTimestamp != nil {
 		// Owner references let the garbage collector remove the rest.
@@ -98,6 +102,12 @@ func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
+
+	// Nothing is written for a cluster the current admission rules
+	// refuse: its pods keep what they run (recheck.go).
+	if msg := r.Rechecks.Check(cluster); msg != "" {
+		return ctrl.Result{}, r.invalidCluster(ctx, cluster, status, msg)
+	}
 
 	// Nothing is written while another object holds a name this cluster
 	// needs: applying would take it over (and garbage collection would
@@ -156,10 +166,11 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in, err := gatherInput(ctx, r.Client, cluster, primaryIP, ctlKey, r.Paths)
-	if refused := (*KeySecretRefusedError)(nil); errors.As(err, &refused) {
-		// A key the cluster uses names a Secret it has no right to: say
-		// so, and leave the running config alone, as for a failed render.
+	in, err := gatherInput(ctx, r.Client, r.Rechecks, cluster, primaryIP, ctlKey, r.Paths)
+	if renderRefused(err) {
+		// A key the cluster uses names a Secret it has no right to, or the
+		// cluster names an object the current rules refuse: say so, and
+		// leave the running config alone, as for a failed render.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
 		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", msg)

@@ -33,6 +33,10 @@ const annotationTemplateKeys = "bind.unkin.net/secret-template-keys"
 type BindTSIGKeyReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Rechecks runs the current admission rules over the key
+	// (docs/behaviours.md, "Stored objects are re-checked"); nil
+	// re-checks nothing.
+	Rechecks *Rechecks
 	// SecretResyncPeriod is how often a key whose Secret the operator did
 	// not generate (imported, missing for import, or in a conflict) reads
 	// it again: such Secrets are not cached, so no watch reports them.
@@ -53,10 +57,13 @@ type BindTSIGKeyReconciler struct {
 func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var key bindv1alpha1.BindTSIGKey
 	if err := r.Client.Get(ctx, req.NamespacedName, &key); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, r.Rechecks.gone(&key, req.NamespacedName, err)
 	}
 	if key.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
+	}
+	if msg := r.Rechecks.Check(&key); msg != "" {
+		return ctrl.Result{}, r.invalidKey(ctx, &key, msg)
 	}
 	secretName, keyName, alg := tsigDefaults(&key)
 	status := key.Status.DeepCopy()

@@ -85,6 +85,10 @@ type BindZoneReconciler struct {
 	// with 32 all were Ready in 9 min 22 s, and 2,000 in 1 min 19 s
 	// instead of 1 min 38 s (docs/behaviours.md, "Scale").
 	MaxConcurrentReconciles int
+	// Rechecks runs the current admission rules over the zone and what its
+	// clause gathers (docs/behaviours.md, "Stored objects are
+	// re-checked"); nil re-checks nothing.
+	Rechecks *Rechecks
 	// ClusterDomain is the cluster DNS domain of Service names, for the
 	// SOA MNAME of zones that name none; empty means
 	// bindv1alpha1.DefaultClusterDomain.
@@ -118,10 +122,13 @@ const replicatingRecheck = 15 * time.Second
 func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var zone bindv1alpha1.BindZone
 	if err := r.Client.Get(ctx, req.NamespacedName, &zone); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, r.Rechecks.gone(&zone, req.NamespacedName, err)
 	}
 	if zone.DeletionTimestamp != nil {
 		return r.finalize(ctx, &zone)
+	}
+	if msg := r.Rechecks.Check(&zone); msg != "" {
+		return ctrl.Result{}, r.invalidZone(ctx, &zone, msg)
 	}
 	status := zone.Status.DeepCopy()
 	if zone.Spec.Type == bindv1alpha1.ZoneSecondary {
@@ -259,7 +266,7 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Deleted == nil {
 		r.Deleted = NewDeletedRecords()
 	}
-	r.owners = &zoneOwners{client: mgr.GetClient(), records: zoneRecords, deleted: r.Deleted, endpoints: r.Endpoints, agents: r.agents, servers: r.Servers, updates: r.Updates}
+	r.owners = &zoneOwners{client: mgr.GetClient(), records: zoneRecords, deleted: r.Deleted, endpoints: r.Endpoints, agents: r.agents, servers: r.Servers, updates: r.Updates, rechecks: r.Rechecks}
 	workers := r.MaxConcurrentReconciles
 	if workers == 0 {
 		workers = 32

@@ -72,6 +72,9 @@ type zoneOwners struct {
 	agents    *agentClients
 	servers   ZoneServerResolver
 	updates   *batch.Updates
+	// rechecks: a zone the current rules refuse sends nothing; its agent
+	// keeps the owners it had (recheck.go).
+	rechecks *Rechecks
 
 	mu   sync.Mutex
 	sent map[types.NamespacedName]ownersSent
@@ -230,7 +233,7 @@ func (o *zoneOwners) forget(key types.NamespacedName) {
 // zone that has none. UpdateKeys is empty when the zone is not guarded:
 // the agent then only keeps the record.
 func (o *zoneOwners) request(ctx context.Context, zone *bindv1alpha1.BindZone) (agent.OwnersRequest, *bindv1alpha1.BindCluster, bool, error) {
-	if !zone.Spec.IsPrimary() || zone.DeletionTimestamp != nil {
+	if !zone.Spec.IsPrimary() || zone.DeletionTimestamp != nil || o.rechecks.Check(zone) != "" {
 		return agent.OwnersRequest{}, nil, false, nil
 	}
 	var cluster bindv1alpha1.BindCluster

@@ -89,7 +89,7 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
 	t.effective = zone.DeepCopy()
-	in, err := gatherZoneInput(ctx, r.Client, &cluster, t.effective, addr, clauseControlKey, r.Paths)
+	in, err := gatherZoneInput(ctx, r.Client, r.Rechecks, &cluster, t.effective, addr, clauseControlKey, r.Paths)
 	if err != nil {
 		return nil, &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("the zone's configuration inputs are incomplete: %v", err), 30 * time.Second}
 	}

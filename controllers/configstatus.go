@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,12 @@ import (
 // which it also brings to every pod: bindpolicy_rules.go). Ready says whether every cluster that uses the
 // object runs a configuration that holds it.
 type ConfigStatusReconciler struct {
-	Client client.Client
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Rechecks runs the current admission rules over each object
+	// (docs/behaviours.md, "Stored objects are re-checked"); nil
+	// re-checks nothing.
+	Rechecks *Rechecks
 	// Endpoints locates the pods a BindPolicy is enforced on; nil means
 	// KubePods.
 	Endpoints PodEndpoints
@@ -41,6 +47,9 @@ type ConfigStatusReconciler struct {
 // BindZone, BindView or BindCluster of a namespace refreshes every object
 // of the kind there: few objects, and their status depends on all of them.
 func (r *ConfigStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("bind-operator")
+	}
 	if r.Endpoints == nil {
 		r.Endpoints = KubePods{Client: mgr.GetClient()}
 	}
@@ -81,7 +90,10 @@ func (r *ConfigStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 				o := obj.DeepCopyObject().(client.Object)
 				if err := r.Client.Get(ctx, req.NamespacedName, o); err != nil {
-					return reconcile.Result{}, client.IgnoreNotFound(err)
+					return reconcile.Result{}, r.Rechecks.gone(o, req.NamespacedName, err)
+				}
+				if msg := r.Rechecks.Check(o); msg != "" {
+					return reconcile.Result{}, r.invalidConfig(ctx, o, msg)
 				}
 				after, err := observe(ctx, o)
 				return reconcile.Result{RequeueAfter: after}, err

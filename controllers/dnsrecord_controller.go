@@ -77,6 +77,11 @@ type DNSRecordReconciler struct {
 	// means DefaultResyncPeriod; negative turns the check off.
 	ResyncPeriod time.Duration
 
+	// Rechecks runs the current admission rules over the record and its
+	// zone (docs/behaviours.md, "Stored objects are re-checked"); nil
+	// re-checks nothing.
+	Rechecks *Rechecks
+
 	// Deleted holds the records deleted until their data is gone; shared
 	// with the BindZone reconciler's owners. Nil makes one.
 	Deleted *DeletedRecords
@@ -109,7 +114,7 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return res, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, nil // gone, and its data with it
+		return ctrl.Result{}, r.Rechecks.gone(&rec, req.NamespacedName, err) // gone, and its data with it
 	}
 	if rec.DeletionTimestamp != nil {
 		return r.finalize(ctx, &rec)
@@ -170,6 +175,12 @@ func (r *DNSRecordReconciler) bury(ctx context.Context, t tombstone) (ctrl.Resul
 }
 
 func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) (ctrl.Result, error) {
+	// What a record the current rules refuse wrote stays, and nothing
+	// more is written (recheck.go).
+	if msg := r.Rechecks.Check(rec); msg != "" {
+		reportInvalid(r.Recorder, rec, &status.Conditions, msg)
+		return ctrl.Result{}, nil
+	}
 	var zone bindv1alpha1.BindZone
 	key := rec.ZoneKey()
 	if err := r.Client.Get(ctx, key, &zone); err != nil {
@@ -178,6 +189,12 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if r.Rechecks.Check(&zone) != "" {
+		// A zone its owner must fix first: the zone's spec change brings
+		// its records back (zoneMattersToRecords).
+		r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotReady, zoneRefused(key))
+		return ctrl.Result{}, nil
 	}
 	zoneName := string(zone.Spec.ZoneName)
 	admitted := newAdmissions(r.Client, &zone)

@@ -18,9 +18,10 @@ import (
 
 // gatherInput collects everything that shapes a cluster's config. List
 // order from the API server is random; render sorts, so the order here does
-// not matter (the determinism tests shuffle it on purpose).
-func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
-	return gather(ctx, c, cluster, nil, primaryAddress, controlKey, paths)
+// not matter (the determinism tests shuffle it on purpose). Objects rc
+// refuses, and those that name them, are left out (leftOut).
+func gatherInput(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+	return gather(ctx, c, rc, cluster, nil, primaryAddress, controlKey, paths)
 }
 
 // gatherZoneInput collects what one zone's runtime clause needs: the
@@ -30,13 +31,14 @@ func gatherInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.Bin
 // creating n zones cost O(n²): each reconcile copied all n out of the
 // cache (docs/behaviours.md, "Scale"). The checks across zones stay with
 // the BindCluster's render, which runs once per change.
-func gatherZoneInput(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
-	return gather(ctx, c, cluster, zone, primaryAddress, controlKey, paths)
+func gatherZoneInput(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+	return gather(ctx, c, rc, cluster, zone, primaryAddress, controlKey, paths)
 }
 
 // gather is gatherInput, or gatherZoneInput when only is set.
-func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, only *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+func gather(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1alpha1.BindCluster, only *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	ns := client.InNamespace(cluster.Namespace)
+	out := newLeftOut(rc)
 	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, PrimaryPort: servicePort, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
 
 	var views bindv1alpha1.BindViewList
@@ -48,6 +50,7 @@ func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindClus
 			in.Views = append(in.Views, v)
 		}
 	}
+	in.Views = keepValid(out, "BindView", in.Views, out.views)
 	// The namespace's zones, listed once and only when needed: for every
 	// zone of the cluster, or for the zones a forwarded-to cluster serves.
 	namespaceZones := sync.OnceValues(func() ([]bindv1alpha1.BindZone, error) {
@@ -57,6 +60,9 @@ func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindClus
 	})
 	if only != nil {
 		in.Zones = []bindv1alpha1.BindZone{*only}
+		if rc.Check(only) != "" {
+			return in, &leftOutReferenceError{"the operator's current admission rules refuse the zone (its status says why)"}
+		}
 	} else {
 		zones, err := namespaceZones()
 		if err != nil {
@@ -67,6 +73,7 @@ func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindClus
 				in.Zones = append(in.Zones, z)
 			}
 		}
+		in.Zones = keepValid(out, "BindZone", in.Zones, nil)
 	}
 	var catalogs bindv1alpha1.BindCatalogZoneList
 	if err := c.List(ctx, &catalogs, ns); err != nil {
@@ -77,6 +84,7 @@ func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindClus
 			in.Catalogs = append(in.Catalogs, cat)
 		}
 	}
+	in.Catalogs = keepValid(out, "BindCatalogZone", in.Catalogs, out.catalogs)
 	var policies bindv1alpha1.BindPolicyList
 	if err := c.List(ctx, &policies, ns); err != nil {
 		return in, err
@@ -86,6 +94,7 @@ func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindClus
 			in.Policies = append(in.Policies, p)
 		}
 	}
+	in.Policies = keepValid(out, "BindPolicy", in.Policies, nil)
 
 	forwardees, err := gatherForwardees(ctx, c, &in, namespaceZones)
 	if err != nil {
@@ -105,6 +114,12 @@ func gather(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindClus
 	}
 	var keys bindv1alpha1.BindTSIGKeyList
 	if err := c.List(ctx, &keys, ns); err != nil {
+		return in, err
+	}
+	acls.Items = keepValid(out, "BindACL", acls.Items, out.acls)
+	dnssec.Items = keepValid(out, "BindDNSSECPolicy", dnssec.Items, out.dnssec)
+	keys.Items = keepValid(out, "BindTSIGKey", keys.Items, out.keys)
+	if err := out.cascade(&in, &acls.Items, only); err != nil {
 		return in, err
 	}
 	refs := collectRefs(&in, acls.Items)

@@ -98,7 +98,7 @@ func TestUpgradeRollsNothing(t *testing.T) {
 	sum := sha256.Sum256([]byte("control"))
 	ctl := render.TSIGKey{Name: bindv1alpha1.ControlKeyName, Algorithm: string(bindv1alpha1.TSIGHMACSHA256), Secret: base64.StdEncoding.EncodeToString(sum[:])}
 	for _, cl := range clusters {
-		in, err := gatherInput(ctx, c, cl, "198.19.0.10", ctl, render.DefaultPaths())
+		in, err := gatherInput(ctx, c, nil, cl, "198.19.0.10", ctl, render.DefaultPaths())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,368 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
+)
+
+// refusedLabel marks the objects labelRules refuses: the tests' stand-in
+// for the webhooks' rules, which this package does not import.
+const refusedLabel = "test.bind.unkin.net/refused"
+
+// labelRules refuses an object labelled refusedLabel, at the path the
+// label's value names, and counts its calls.
+func labelRules(calls *int) RecheckFunc {
+	return func(o client.Object) field.ErrorList {
+		if calls != nil {
+			*calls++
+		}
+		if p, ok := o.GetLabels()[refusedLabel]; ok {
+			return field.ErrorList{field.Invalid(field.NewPath("spec", p), "x", "is not allowed any more; write y")}
+		}
+		return nil
+	}
+}
+
+func refused[T client.Object](o T, path string) T {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[refusedLabel] = path
+	o.SetLabels(labels)
+	return o
+}
+
+func TestRechecksRemembersEachGenerationsVerdict(t *testing.T) {
+	g := NewWithT(t)
+	var calls int
+	rc := NewRechecks(labelRules(&calls))
+	z := refused(&bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "z", UID: "u1", Generation: 1}}, "records")
+	g.Expect(rc.Check(z)).To(Equal(`spec.records: Invalid value: "x": is not allowed any more; write y`))
+	g.Expect(rc.Check(z)).NotTo(BeEmpty())
+	g.Expect(calls).To(Equal(1), "the same generation is checked once")
+
+	fixed := z.DeepCopy()
+	fixed.Labels = nil
+	fixed.Generation = 2
+	g.Expect(rc.Check(fixed)).To(BeEmpty(), "a new generation is checked again")
+	again := z.DeepCopy()
+	again.UID = "u2"
+	g.Expect(rc.Check(again)).NotTo(BeEmpty(), "an object made again under the name is another object")
+	g.Expect(calls).To(Equal(3))
+
+	// A verdict is per kind: a BindView of the same name is its own.
+	g.Expect(rc.Check(&bindv1alpha1.BindView{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "z", UID: "u2", Generation: 1}})).To(BeEmpty())
+
+	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "bind.unkin.net", Resource: "bindzones"}, "z")
+	g.Expect(rc.gone(&bindv1alpha1.BindZone{}, types.NamespacedName{Namespace: "ns", Name: "z"}, notFound)).To(Succeed())
+	g.Expect(rc.verdicts).NotTo(HaveKey(recheckKey{"BindZone", types.NamespacedName{Namespace: "ns", Name: "z"}}))
+
+	var none *Rechecks
+	g.Expect(none.Check(z)).To(BeEmpty(), "no Rechecks: every object passes")
+	g.Expect(NewRechecks(nil).Check(z)).To(BeEmpty())
+	g.Expect(none.gone(&bindv1alpha1.BindZone{}, types.NamespacedName{}, notFound)).To(Succeed())
+}
+
+func TestRecheckMessageIsBounded(t *testing.T) {
+	rc := NewRechecks(func(client.Object) field.ErrorList {
+		var errs field.ErrorList
+		for i := range 500 {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "records").Index(i), "x\n\x1b[31m", "bad data"))
+		}
+		return errs
+	})
+	msg := rc.Check(&bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "z"}})
+	g := NewWithT(t)
+	g.Expect(len(msg)).To(BeNumerically("<=", maxInvalidMessage+3))
+	g.Expect(msg).NotTo(ContainSubstring("\x1b"))
+	g.Expect(msg).To(HavePrefix("[spec.records[0]: Invalid value:"))
+}
+
+func recheckScheme(t *testing.T) *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	NewWithT(t).Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
+	NewWithT(t).Expect(corev1.AddToScheme(scheme)).To(Succeed())
+	NewWithT(t).Expect(appsv1.AddToScheme(scheme)).To(Succeed())
+	return scheme
+}
+
+// invalidCounts gathers bind_operator_invalid_objects by kind.
+func invalidCounts(g Gomega, c prometheus.Collector) map[string]float64 {
+	reg := prometheus.NewRegistry()
+	g.Expect(reg.Register(c)).To(Succeed())
+	families, err := reg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != InvalidObjectsMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			out[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// The gauge counts what the cache holds at each scrape: an object fixed
+// or deleted leaves it at once, and every kind has its series.
+func TestInvalidObjectsGauge(t *testing.T) {
+	g := NewWithT(t)
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1}
+	}
+	bad := refused(&bindv1alpha1.BindZone{ObjectMeta: meta("bad")}, "records")
+	c := fake.NewClientBuilder().WithScheme(recheckScheme(t)).WithObjects(
+		bad,
+		refused(&bindv1alpha1.BindZone{ObjectMeta: meta("worse")}, "records"),
+		&bindv1alpha1.BindZone{ObjectMeta: meta("good")},
+		refused(&bindv1alpha1.BindACL{ObjectMeta: meta("acl")}, "entries"),
+		refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "extraOptions"),
+		&bindv1alpha1.DNSRecord{ObjectMeta: meta("www")},
+	).Build()
+	rc := NewRechecks(labelRules(nil))
+	col := rc.Collector(c)
+	g.Expect(invalidCounts(g, col)).To(Equal(map[string]float64{
+		"BindCluster": 1, "BindZone": 2, "DNSRecord": 0, "BindView": 0, "BindTSIGKey": 0,
+		"BindACL": 1, "BindCatalogZone": 0, "BindPolicy": 0, "BindDNSSECPolicy": 0,
+	}))
+
+	g.Expect(c.Delete(context.Background(), bad)).To(Succeed())
+	var worse bindv1alpha1.BindZone
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "worse"}, &worse)).To(Succeed())
+	worse.Labels = nil
+	worse.Generation = 2 // the fake client does not move it
+	g.Expect(c.Update(context.Background(), &worse)).To(Succeed())
+	g.Expect(invalidCounts(g, col)).To(HaveKeyWithValue("BindZone", 0.0))
+	g.Expect(rc.verdicts).NotTo(HaveKey(recheckKey{"BindZone", types.NamespacedName{Namespace: "ns", Name: "bad"}}), "the verdicts of objects gone are dropped")
+}
+
+// A render leaves out what the current rules refuse, and what names it,
+// and keeps everything else.
+func TestGatherLeavesOutRefusedObjects(t *testing.T) {
+	ns := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "ns", Name: name} }
+	zone := func(name string, mut func(*bindv1alpha1.BindZoneSpec)) *bindv1alpha1.BindZone {
+		z := &bindv1alpha1.BindZone{ObjectMeta: ns(name), Spec: bindv1alpha1.BindZoneSpec{
+			ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}, ZoneName: bindv1alpha1.DomainName(name + ".example"), Type: bindv1alpha1.ZonePrimary}}
+		if mut != nil {
+			mut(&z.Spec)
+		}
+		return z
+	}
+	f := newInputsFixture(t,
+		refused(zone("refused", nil), "records"),
+		refused(&bindv1alpha1.BindACL{ObjectMeta: ns("bad"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{{Address: "10.0.0.0/8"}}}}, "entries"),
+		&bindv1alpha1.BindACL{ObjectMeta: ns("outer"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{{ACLRef: "bad"}}}},
+		&bindv1alpha1.BindACL{ObjectMeta: ns("good"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{{Address: "192.0.2.0/24"}}}},
+		zone("guarded", func(s *bindv1alpha1.BindZoneSpec) {
+			s.AllowQuery = []bindv1alpha1.AddressMatchElement{{ACLRef: "outer"}}
+		}),
+		zone("open", func(s *bindv1alpha1.BindZoneSpec) {
+			s.AllowQuery = []bindv1alpha1.AddressMatchElement{{ACLRef: "good"}}
+		}),
+		refused(&bindv1alpha1.BindDNSSECPolicy{ObjectMeta: ns("sign")}, "signaturesRefresh"),
+		zone("signed", func(s *bindv1alpha1.BindZoneSpec) {
+			s.DNSSECPolicyRef = &bindv1alpha1.LocalObjectReference{Name: "sign"}
+		}),
+	)
+	rc := NewRechecks(labelRules(nil))
+	g := NewWithT(t)
+	in, err := gatherInput(context.Background(), f.c, rc, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(zoneNames(in.Zones)).To(ConsistOf("a", "b", "c", "open"))
+	var acls []string
+	for _, a := range in.ACLs {
+		acls = append(acls, a.Name)
+	}
+	g.Expect(acls).To(ConsistOf("good"))
+	g.Expect(in.DNSSECPolicies).To(BeEmpty())
+	_, err = render.Render(in)
+	g.Expect(err).NotTo(HaveOccurred(), "the rest renders")
+
+	// Without Rechecks nothing is left out (and the render says what is
+	// missing: nothing here).
+	all, err := gatherInput(context.Background(), f.c, nil, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(zoneNames(all.Zones)).To(ConsistOf("a", "b", "c", "open", "guarded", "signed", "refused"))
+
+	// One zone's clause: a zone that names a left-out object says which.
+	var signed bindv1alpha1.BindZone
+	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "signed"}, &signed)).To(Succeed())
+	_, err = gatherZoneInput(context.Background(), f.c, rc, f.cluster, &signed, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	g.Expect(renderRefused(err)).To(BeTrue())
+	g.Expect(err).To(MatchError(`the zone names BindDNSSECPolicy "sign", which the operator's current admission rules refuse (its status says why); fix that object, or stop naming it`))
+	var guarded bindv1alpha1.BindZone
+	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "guarded"}, &guarded)).To(Succeed())
+	_, err = gatherZoneInput(context.Background(), f.c, rc, f.cluster, &guarded, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	g.Expect(err).To(MatchError(ContainSubstring(`the zone names BindACL "outer", which names BindACL "bad", which the operator's current admission rules refuse`)))
+	_, err = gatherZoneInput(context.Background(), f.c, rc, f.cluster, f.zone, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	g.Expect(err).NotTo(HaveOccurred(), "a zone that names nothing left out")
+}
+
+// A cluster that names a left-out object cannot render: it reports so and
+// keeps what runs (renderRefused is the RenderFailed path).
+func TestGatherRefusesAClusterNamingALeftOutKey(t *testing.T) {
+	f := newInputsFixture(t)
+	var transfer bindv1alpha1.BindTSIGKey
+	g := NewWithT(t)
+	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "transfer"}, &transfer)).To(Succeed())
+	g.Expect(f.c.Update(context.Background(), refused(&transfer, "keyName"))).To(Succeed())
+	_, err := gatherInput(context.Background(), f.c, NewRechecks(labelRules(nil)), f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	g.Expect(renderRefused(err)).To(BeTrue())
+	g.Expect(err).To(MatchError(`spec.transferKeyRef names BindTSIGKey "transfer", which the operator's current admission rules refuse (its status says why); fix that object, or stop naming it`))
+}
+
+func readyOf(conds []metav1.Condition) *metav1.Condition {
+	return meta.FindStatusCondition(conds, bindv1alpha1.ConditionReady)
+}
+
+func expectInvalid(g Gomega, conds []metav1.Condition, rec *events.FakeRecorder) {
+	ready := readyOf(conds)
+	g.Expect(ready).NotTo(BeNil())
+	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(ready.Reason).To(Equal(bindv1alpha1.ReasonInvalid))
+	g.Expect(ready.Message).To(HaveSuffix(`spec.records: Invalid value: "x": is not allowed any more; write y`))
+	g.Expect(rec.Events).To(Receive(And(ContainSubstring("Warning Invalid"), ContainSubstring("is not allowed any more"))))
+}
+
+// Each reconciler reports an object the rules refuse and does nothing
+// else: the reconcilers here have no agents, servers or endpoints, so any
+// step past the report would fail.
+func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
+	ctx := context.Background()
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1}
+	}
+	zone := refused(&bindv1alpha1.BindZone{ObjectMeta: meta("z"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "example.com", Type: bindv1alpha1.ZonePrimary,
+		ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}}}, "records")
+	key := refused(&bindv1alpha1.BindTSIGKey{ObjectMeta: meta("k")}, "records")
+	rec := refused(&bindv1alpha1.DNSRecord{ObjectMeta: meta("r"), Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "z"},
+		Name: "www", Type: "A", Values: []string{"192.0.2.1"}}, Status: bindv1alpha1.DNSRecordStatus{AppliedValues: []string{"192.0.2.9"}}}, "records")
+	other := &bindv1alpha1.DNSRecord{ObjectMeta: meta("other"), Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "z"},
+		Name: "api", Type: "A", Values: []string{"192.0.2.2"}}}
+	view := refused(&bindv1alpha1.BindView{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}}}, "records")
+	cat := refused(&bindv1alpha1.BindCatalogZone{ObjectMeta: meta("cat")}, "records")
+	cluster := refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "records")
+	objs := []client.Object{zone, key, rec, other, view, cat, cluster}
+	c := fake.NewClientBuilder().WithScheme(recheckScheme(t)).WithObjects(objs...).WithStatusSubresource(objs...).Build()
+	rc := NewRechecks(labelRules(nil))
+	req := func(name string) ctrl.Request {
+		return ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+	}
+
+	t.Run("BindZone", func(t *testing.T) {
+		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
+		_, err := (&BindZoneReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("z"))
+		g.Expect(err).NotTo(HaveOccurred())
+		var got bindv1alpha1.BindZone
+		g.Expect(c.Get(ctx, req("z").NamespacedName, &got)).To(Succeed())
+		expectInvalid(g, got.Status.Conditions, recorder)
+		g.Expect(got.Finalizers).To(BeEmpty(), "nothing was added to the pods, so nothing to remove")
+		// Again: the same message is no new event.
+		_, err = (&BindZoneReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("z"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(recorder.Events).NotTo(Receive())
+	})
+	t.Run("BindTSIGKey", func(t *testing.T) {
+		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
+		_, err := (&BindTSIGKeyReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("k"))
+		g.Expect(err).NotTo(HaveOccurred())
+		var got bindv1alpha1.BindTSIGKey
+		g.Expect(c.Get(ctx, req("k").NamespacedName, &got)).To(Succeed())
+		expectInvalid(g, got.Status.Conditions, recorder)
+		var secrets corev1.SecretList
+		g.Expect(c.List(ctx, &secrets)).To(Succeed())
+		g.Expect(secrets.Items).To(BeEmpty(), "no material is generated for it")
+	})
+	t.Run("DNSRecord", func(t *testing.T) {
+		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
+		r := &DNSRecordReconciler{Client: c, Recorder: recorder, Rechecks: rc, Deleted: NewDeletedRecords()}
+		_, err := r.Reconcile(ctx, req("r"))
+		g.Expect(err).NotTo(HaveOccurred())
+		var got bindv1alpha1.DNSRecord
+		g.Expect(c.Get(ctx, req("r").NamespacedName, &got)).To(Succeed())
+		expectInvalid(g, got.Status.Conditions, recorder)
+		g.Expect(got.Status.AppliedValues).To(Equal([]string{"192.0.2.9"}), "what it wrote stays, nothing more is written")
+
+		// A valid record of a refused zone writes nothing either.
+		_, err = r.Reconcile(ctx, req("other"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(c.Get(ctx, req("other").NamespacedName, &got)).To(Succeed())
+		ready := readyOf(got.Status.Conditions)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(bindv1alpha1.ReasonZoneNotReady))
+		g.Expect(ready.Message).To(HavePrefix(`BindZone "z" in namespace "ns" fails the operator's current admission rules`))
+	})
+	t.Run("BindView", func(t *testing.T) {
+		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
+		r := &ConfigStatusReconciler{Client: c, Recorder: recorder, Rechecks: rc}
+		var v bindv1alpha1.BindView
+		g.Expect(c.Get(ctx, req("v").NamespacedName, &v)).To(Succeed())
+		g.Expect(r.invalidConfig(ctx, &v, rc.Check(&v))).To(Succeed())
+		g.Expect(c.Get(ctx, req("v").NamespacedName, &v)).To(Succeed())
+		expectInvalid(g, v.Status.Conditions, recorder)
+	})
+	t.Run("BindCatalogZone", func(t *testing.T) {
+		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
+		_, err := (&BindCatalogZoneReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("cat"))
+		g.Expect(err).NotTo(HaveOccurred())
+		var got bindv1alpha1.BindCatalogZone
+		g.Expect(c.Get(ctx, req("cat").NamespacedName, &got)).To(Succeed())
+		expectInvalid(g, got.Status.Conditions, recorder)
+	})
+	t.Run("BindCluster", func(t *testing.T) {
+		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
+		_, err := (&BindClusterReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("dns"))
+		g.Expect(err).NotTo(HaveOccurred())
+		var got bindv1alpha1.BindCluster
+		g.Expect(c.Get(ctx, req("dns").NamespacedName, &got)).To(Succeed())
+		expectInvalid(g, got.Status.Conditions, recorder)
+		var svcs corev1.ServiceList
+		g.Expect(c.List(ctx, &svcs)).To(Succeed())
+		g.Expect(svcs.Items).To(BeEmpty(), "nothing is written for it")
+	})
+	t.Run("gone", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(c.Delete(ctx, zone)).To(Succeed())
+		_, err := (&BindZoneReconciler{Client: c, Rechecks: rc}).Reconcile(ctx, req("z"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rc.verdicts).NotTo(HaveKey(recheckKey{"BindZone", req("z").NamespacedName}))
+	})
+}
+
+// The API server refuses an event whose note passes 1 KiB: the event of
+// an Invalid object is cut, its Ready message is not.
+func TestInvalidEventFitsTheAPIServer(t *testing.T) {
+	g := NewWithT(t)
+	recorder := events.NewFakeRecorder(1)
+	var conds []metav1.Condition
+	errs := strings.Repeat("spec.records[0]: Invalid value: \"x\": bad data, ", 100)
+	reportInvalid(recorder, &bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "z"}}, &conds, errs)
+	var ev string
+	g.Expect(recorder.Events).To(Receive(&ev))
+	note := strings.TrimPrefix(ev, "Warning Invalid ")
+	g.Expect(len(note)).To(BeNumerically("<=", 1024))
+	g.Expect(note).To(HavePrefix(invalidEventNote + "spec.records[0]"))
+	g.Expect(readyOf(conds).Message).To(HaveSuffix(errs))
+}
