@@ -219,16 +219,21 @@ func runManager(args []string) error {
 		}
 	}
 
-	if err := setupControllers(mgr, o); err != nil {
-		return err
-	}
-	if err := webhooks.SetupWithManager(mgr, webhooks.Options{
+	webhookOpts := webhooks.Options{
 		PodCIDRs:                podCIDRs,
 		DerivePodCIDRsFromNodes: len(podCIDRs) == 0,
 		AllowedImages:           o.cluster.AllowedImages,
 		NamedCheckconf:          o.cluster.NamedCheckconf,
 		ConfigCheckTimeout:      o.checkTimeout,
-	}); err != nil {
+	}
+	rechecks, err := newRechecks(webhookOpts, crmetrics.Registry, mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	if err := setupControllers(mgr, o, rechecks); err != nil {
+		return err
+	}
+	if err := webhooks.SetupWithManager(mgr, webhookOpts); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -249,19 +254,36 @@ func announce(log logr.Logger, reg prometheus.Registerer, o *managerOptions) err
 	return version.Register(reg)
 }
 
-func setupControllers(mgr ctrl.Manager, o *managerOptions) error {
+// newRechecks is how the controllers re-check stored objects: the
+// webhooks' rules that need nothing but the object (webhooks.Rechecker),
+// with the same policy rules and pod CIDRs as the webhooks, and the
+// bind_operator_invalid_objects gauge on reg, counted from reader
+// (docs/behaviours.md, "Stored objects are re-checked").
+func newRechecks(opts webhooks.Options, reg prometheus.Registerer, reader client.Reader) (*controllers.Rechecks, error) {
+	rc, err := webhooks.NewRechecker(opts)
+	if err != nil {
+		return nil, err
+	}
+	rechecks := controllers.NewRechecks(rc.Recheck)
+	if err := reg.Register(rechecks.Collector(reader)); err != nil {
+		return nil, fmt.Errorf("registering %s: %w", controllers.InvalidObjectsMetric, err)
+	}
+	return rechecks, nil
+}
+
+func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *controllers.Rechecks) error {
 	// DNSRecords and inline records share one UPDATE batcher and its
 	// kept connections.
 	updates := batch.NewUpdates(0, 0)
 	// Deleted DNSRecords' sets stay owned until their data is gone.
 	deleted := controllers.NewDeletedRecords()
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
-		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths()},
-		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient()},
-		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync},
-		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain},
-		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient()},
-		&controllers.ConfigStatusReconciler{Client: mgr.GetClient()},
+		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths(), Rechecks: rechecks},
+		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync, Rechecks: rechecks},
+		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain, Rechecks: rechecks},
+		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
