@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 		// The production cache scope and client: only the operator's own
 		// objects are cached, anything else is read on demand.
 		return s.StartManager(ctrl.Options{Cache: controllers.CacheOptions(), NewClient: controllers.NewClient}, func(mgr ctrl.Manager) error {
+			invalidObjects = suiteRechecks.Collector(mgr.GetCache())
 			reconciler = &controllers.BindClusterReconciler{
 				Client: mgr.GetClient(),
 				Options: controllers.ClusterOptions{
@@ -46,17 +47,18 @@ func TestMain(m *testing.M) {
 				},
 				Paths:              render.DefaultPaths(),
 				SecretResyncPeriod: time.Second,
+				Rechecks:           suiteRechecks,
 			}
 			if err := reconciler.SetupWithManager(mgr); err != nil {
 				return err
 			}
-			if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second}).SetupWithManager(mgr); err != nil {
+			if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			if err := (&controllers.ConfigStatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			if err := (&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second}).SetupWithManager(mgr)
+			return (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr)
 		})
 	})
 }
