@@ -91,7 +91,7 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 	if err != nil {
 		return err
 	}
-	c, err := dnsclient.New(joinHostPort(addr, port), &key, dnsclient.Options{Timeout: 10 * time.Second, MaxTransferRecords: 4 * maxCatalogMembers})
+	c, err := dnsclient.New(joinHostPort(addr, port), &key, dnsclient.Options{Timeout: 10 * time.Second, MaxTransferRecords: 4 * maxCatalogMembers, MaxTransferBytes: maxCatalogBytes})
 	if err != nil {
 		return err
 	}
@@ -187,6 +187,12 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 // (about two records per member): network input, even from our own
 // primary, is bounded.
 const maxCatalogMembers = 100000
+
+// maxCatalogBytes bounds the same transfer by its records' wire size: a
+// member is two records of about 80 bytes, so 100,000 members are about
+// 16 MB; twice that leaves room for long names without letting a catalog
+// of a few huge records hold the manager's memory.
+const maxCatalogBytes = 32 << 20
 
 // memberSettle is how long a change to a member zone waits before the
 // catalog's status is refreshed; the changes within it are refreshed once.
