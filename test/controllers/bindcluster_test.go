@@ -354,14 +354,19 @@ func TestAgentCertificateRenewalDoesNotRoll(t *testing.T) {
 	f := newFixture(t)
 	before := f.settle()
 	var secret corev1.Secret
-	var oldCert string
-	updateLatest(t, f.key("dns-keys"), &secret, func(s *corev1.Secret) {
-		oldCert = string(s.Data[agent.FileServerCert])
-		delete(s.Data, agent.FileServerCert)
-	})
+	testkit.Must(t, k8sClient.Get(ctx, f.key("dns-keys"), &secret))
+	oldCert := string(secret.Data[agent.FileServerCert])
+	// A reconcile already in flight when the entry is removed writes back
+	// the certificate it read, which is still valid: remove it again until
+	// one that started after the removal issues a new one.
 	f.g.Eventually(func(g Gomega) string {
 		g.Expect(k8sClient.Get(ctx, f.key("dns-keys"), &secret)).To(Succeed())
-		return string(secret.Data[agent.FileServerCert])
+		cert := string(secret.Data[agent.FileServerCert])
+		if cert == oldCert {
+			delete(secret.Data, agent.FileServerCert)
+			_ = k8sClient.Update(ctx, &secret) // a conflict is retried on the next poll
+		}
+		return cert
 	}).Should(And(Not(BeEmpty()), Not(Equal(oldCert))), "a new serving certificate")
 	if h := f.settle(); h != before {
 		t.Fatalf("reissuing the agent certificate changed the config hash: %s -> %s", before, h)
