@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -33,6 +34,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/internal/apiwait"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/internal/metricsauth"
+	"git.unkin.net/unkin/bind-operator/internal/quota"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/webhooks"
@@ -59,6 +61,7 @@ type managerOptions struct {
 	zoneResync     time.Duration
 	enableHTTP2    bool
 	checkTimeout   time.Duration
+	quota          quota.Limits
 }
 
 func newScheme() (*runtime.Scheme, error) {
@@ -98,10 +101,14 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2 on the webhook and metrics servers; off by default because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8)")
 	fs.DurationVar(&o.checkTimeout, "admission-config-check-timeout", webhooks.DefaultConfigCheckTimeout, "bound on the named-checkconf run of a BindCluster's candidate config in the validating webhook (webhook timeoutSeconds is 10); a check that does not finish is a warning")
+	bindQuotaFlags(fs, &o.quota)
 	o.certs.BindFlags(fs)
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if err := checkQuotaFlags(o.quota); err != nil {
 		return nil, nil, err
 	}
 	if err := o.certs.Complete(); err != nil {
@@ -109,6 +116,53 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 	}
 	o.cluster.AllowedImages = allowedImages(&o)
 	return &o, zapOpts, nil
+}
+
+// bindQuotaFlags binds the quotas' flags to l, each defaulting to its
+// quota.Default* (docs/behaviours.md, "Quotas"). The bytes take a
+// Kubernetes quantity (16Mi) or a number of bytes.
+func bindQuotaFlags(fs *flag.FlagSet, l *quota.Limits) {
+	*l = quota.DefaultLimits()
+	fs.Int64Var(&l.NamespaceObjects, quota.FlagNamespaceObjects, l.NamespaceObjects, "bind.unkin.net objects one namespace may hold; the webhooks refuse a create past it (0: no limit)")
+	fs.Var((*byteQuantity)(&l.NamespaceBytes), quota.FlagNamespaceBytes, "bytes of spec (as JSON) the bind.unkin.net objects of one namespace may hold, e.g. 16Mi; the webhooks refuse a create or a growing update past it (0: no limit)")
+	fs.Int64Var(&l.ZoneRecords, quota.FlagZoneRecords, l.ZoneRecords, "record sets one BindZone may hold: its spec.records and the DNSRecords it admits (0: no limit)")
+	fs.Var((*byteQuantity)(&l.ZoneBytes), quota.FlagZoneBytes, "bytes of those record sets one BindZone may hold, e.g. 8Mi (0: no limit)")
+}
+
+// checkQuotaFlags refuses a negative limit.
+func checkQuotaFlags(l quota.Limits) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{quota.FlagNamespaceObjects, l.NamespaceObjects}, {quota.FlagNamespaceBytes, l.NamespaceBytes}, {quota.FlagZoneRecords, l.ZoneRecords}, {quota.FlagZoneBytes, l.ZoneBytes}} {
+		if f.v < 0 {
+			return fmt.Errorf("--%s is %d: a limit is 0 (none) or more", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// byteQuantity is a flag of bytes written as a Kubernetes quantity.
+type byteQuantity int64
+
+func (b *byteQuantity) String() string {
+	if b == nil {
+		return "0"
+	}
+	return resource.NewQuantity(int64(*b), resource.BinarySI).String()
+}
+
+func (b *byteQuantity) Set(s string) error {
+	q, err := resource.ParseQuantity(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("not a number of bytes such as 16Mi or 16777216: %w", err)
+	}
+	v, ok := q.AsInt64()
+	if !ok {
+		return fmt.Errorf("%s is not a whole number of bytes", s)
+	}
+	*b = byteQuantity(v)
+	return nil
 }
 
 // apiConfig is how the manager talks to the API server: without gzip.
@@ -225,6 +279,7 @@ func runManager(args []string) error {
 		AllowedImages:           o.cluster.AllowedImages,
 		NamedCheckconf:          o.cluster.NamedCheckconf,
 		ConfigCheckTimeout:      o.checkTimeout,
+		Quota:                   quota.NewTracker(o.quota),
 	}
 	rechecks, err := newRechecks(webhookOpts, crmetrics.Registry, mgr.GetCache())
 	if err != nil {
@@ -250,7 +305,9 @@ func runManager(args []string) error {
 // registry controller-runtime serves at --metrics-bind-address).
 func announce(log logr.Logger, reg prometheus.Registerer, o *managerOptions) error {
 	log.Info("starting", "version", version.Version(), "commit", version.Commit(), "go", goruntime.Version(),
-		"bindImage", o.cluster.BindImage, "agentImage", o.cluster.AgentImage)
+		"bindImage", o.cluster.BindImage, "agentImage", o.cluster.AgentImage,
+		"quotaNamespaceObjects", o.quota.NamespaceObjects, "quotaNamespaceBytes", o.quota.NamespaceBytes,
+		"quotaZoneRecords", o.quota.ZoneRecords, "quotaZoneBytes", o.quota.ZoneBytes)
 	return version.Register(reg)
 }
 

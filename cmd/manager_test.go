@@ -2,9 +2,11 @@ package main
 
 import (
 	"crypto/tls"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"git.unkin.net/unkin/bind-operator/certs"
+	"git.unkin.net/unkin/bind-operator/internal/quota"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 )
 
@@ -120,4 +123,38 @@ func TestImageFlagDefaults(t *testing.T) {
 	o, _, err = parseManagerFlags([]string{"--allowed-images= a.example/ , *"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.cluster.AllowedImages).To(Equal([]string{"a.example/", "*"}))
+}
+
+// TestQuotaFlags: the quotas default to internal/quota's, take counts and
+// byte quantities, 0 turns one off, and a negative or malformed value is a
+// start-up error that names the flag.
+func TestQuotaFlags(t *testing.T) {
+	g := NewWithT(t)
+	o, _, err := parseManagerFlags(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.quota).To(Equal(quota.DefaultLimits()))
+
+	o, _, err = parseManagerFlags([]string{"--quota-namespace-objects=500", "--quota-namespace-bytes=4Mi", "--quota-zone-records=0", "--quota-zone-bytes=1048576"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o.quota).To(Equal(quota.Limits{NamespaceObjects: 500, NamespaceBytes: 4 << 20, ZoneRecords: 0, ZoneBytes: 1 << 20}))
+
+	for _, bad := range []string{"--quota-namespace-objects=-1", "--quota-zone-bytes=-1Mi"} {
+		_, _, err = parseManagerFlags([]string{bad})
+		g.Expect(err).To(MatchError(ContainSubstring("a limit is 0 (none) or more")), bad)
+	}
+	_, _, err = parseManagerFlags([]string{"--quota-namespace-bytes=lots"})
+	g.Expect(err).To(MatchError(ContainSubstring("quota-namespace-bytes")))
+	_, _, err = parseManagerFlags([]string{"--quota-zone-bytes=1.5"})
+	g.Expect(err).To(MatchError(ContainSubstring("not a whole number of bytes")))
+
+	// The help shows the defaults as users write them.
+	var help strings.Builder
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	var l quota.Limits
+	bindQuotaFlags(fs, &l)
+	fs.SetOutput(&help)
+	fs.PrintDefaults()
+	g.Expect(help.String()).To(ContainSubstring("(default 16Mi)"))
+	g.Expect(help.String()).To(ContainSubstring("(default 8Mi)"))
+	g.Expect(help.String()).To(ContainSubstring("(default 20000)"))
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/quota"
 )
 
 // zoneWith1000Records is a realistic mixed zone: A, AAAA, TXT, MX, SRV
@@ -100,7 +101,8 @@ func BenchmarkPolicyRules(b *testing.B) {
 // DNSRecord create as the API server sends it (issue 15 item 2): the
 // AdmissionReview over HTTP in (with the managedFields the API server has
 // already set), the answer out: allowed with no patch, the object being
-// canonical.
+// canonical. The quota check runs as SetupWithManager registers it, with
+// the default limits and the zone counted.
 func BenchmarkDNSRecordAdmission(b *testing.B) {
 	zone := &v1alpha1.BindZone{ObjectMeta: objectMeta("example"), Spec: v1alpha1.BindZoneSpec{
 		ClusterRef: ref("dns"), ZoneName: "example.com", Type: v1alpha1.ZonePrimary, DefaultTTL: ptr.To[v1alpha1.TTL](60),
@@ -109,8 +111,9 @@ func BenchmarkDNSRecordAdmission(b *testing.B) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		b.Fatal(err)
 	}
-	w := testWebhooks(b, zone).record
-	hook := withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w, w)
+	ws, _ := quotaWebhooks(b, quota.DefaultLimits(), zone)
+	w := ws.record
+	hook := withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w, withQuota[*v1alpha1.DNSRecord](w, "DNSRecord", ws.quotas))
 	body := dnsRecordCreateReview(b)
 	if resp := postReview(b, hook, "application/json", body); !resp.Allowed || resp.Patch != nil || resp.PatchType != nil {
 		b.Fatalf("a canonical create was answered %+v: want allowed with no patch", resp)

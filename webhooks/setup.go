@@ -11,6 +11,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
+	"git.unkin.net/unkin/bind-operator/internal/quota"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 )
@@ -48,6 +49,11 @@ type Options struct {
 	// may read the Secret it imports. Nil: SubjectAccessReviews through
 	// the manager's client.
 	SecretAccess SecretAccess
+	// Quota keeps what each namespace and zone holds and the limits they
+	// are held to (docs/behaviours.md, "Quotas"); SetupWithManager feeds
+	// it from the manager's informers. Nil: a tracker with
+	// quota.DefaultLimits(). Limits of 0 turn the quotas off.
+	Quota *quota.Tracker
 }
 
 // SetupWithManager registers the defaulting and validating webhooks of all
@@ -69,6 +75,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Reader == nil {
 		ws.record.Index = names
 	}
+	tracker := opts.Quota
+	if tracker == nil {
+		tracker = quota.NewTracker(quota.DefaultLimits())
+	}
+	if err := tracker.Watch(context.Background(), mgr.GetCache()); err != nil {
+		return fmt.Errorf("counting what namespaces and zones hold for the quotas: %w", err)
+	}
+	ws.quotas = &quotas{tracker: tracker, reader: ws.reader}
 	return ws.register(mgr)
 }
 
@@ -83,6 +97,10 @@ type webhooks struct {
 	catalog *BindCatalogZoneWebhook
 	policy  *BindPolicyWebhook
 	dnssec  *BindDNSSECPolicyWebhook
+	// reader is the one the webhooks read other objects with.
+	reader client.Reader
+	// quotas, when set, is asked by every validator (withQuota).
+	quotas *quotas
 }
 
 func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
@@ -114,6 +132,7 @@ func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
 		catalog: &BindCatalogZoneWebhook{Reader: r},
 		policy:  &BindPolicyWebhook{Reader: r},
 		dnssec:  &BindDNSSECPolicyWebhook{Checker: checker},
+		reader:  r,
 	}
 	return w, nil
 }
@@ -121,33 +140,33 @@ func newWebhooks(r client.Reader, opts Options) (*webhooks, error) {
 func (w *webhooks) register(mgr ctrl.Manager) error {
 	for _, f := range []func() error{
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindCluster{}).WithDefaulter(w.cluster).WithValidator(w.cluster).Complete()
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindCluster{}).WithDefaulter(w.cluster).WithValidator(withQuota[*v1alpha1.BindCluster](w.cluster, "BindCluster", w.quotas)).Complete()
 		},
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindZone{}).WithDefaulter(w.zone).WithValidator(w.zone).Complete()
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindZone{}).WithDefaulter(w.zone).WithValidator(withQuota[*v1alpha1.BindZone](w.zone, "BindZone", w.quotas)).Complete()
 		},
 		func() error {
 			// One call for the kind created by the thousand (oneCall).
-			mgr.GetWebhookServer().Register(dnsRecordPath, withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w.record, w.record))
+			mgr.GetWebhookServer().Register(dnsRecordPath, withOneCall(func() *v1alpha1.DNSRecord { return &v1alpha1.DNSRecord{} }, w.record, withQuota[*v1alpha1.DNSRecord](w.record, "DNSRecord", w.quotas)))
 			return nil
 		},
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindView{}).WithDefaulter(w.view).WithValidator(w.view).Complete()
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindView{}).WithDefaulter(w.view).WithValidator(withQuota[*v1alpha1.BindView](w.view, "BindView", w.quotas)).Complete()
 		},
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindTSIGKey{}).WithDefaulter(w.key).WithValidator(w.key).Complete()
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindTSIGKey{}).WithDefaulter(w.key).WithValidator(withQuota[*v1alpha1.BindTSIGKey](w.key, "BindTSIGKey", w.quotas)).Complete()
 		},
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindACL{}).WithDefaulter(w.acl).WithValidator(w.acl).Complete()
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindACL{}).WithDefaulter(w.acl).WithValidator(withQuota[*v1alpha1.BindACL](w.acl, "BindACL", w.quotas)).Complete()
 		},
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindCatalogZone{}).WithDefaulter(w.catalog).WithValidator(w.catalog).Complete()
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindCatalogZone{}).WithDefaulter(w.catalog).WithValidator(withQuota[*v1alpha1.BindCatalogZone](w.catalog, "BindCatalogZone", w.quotas)).Complete()
 		},
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindPolicy{}).WithDefaulter(w.policy).WithValidator(w.policy).Complete()
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindPolicy{}).WithDefaulter(w.policy).WithValidator(withQuota[*v1alpha1.BindPolicy](w.policy, "BindPolicy", w.quotas)).Complete()
 		},
 		func() error {
-			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindDNSSECPolicy{}).WithDefaulter(w.dnssec).WithValidator(w.dnssec).Complete()
+			return ctrl.NewWebhookManagedBy(mgr, &v1alpha1.BindDNSSECPolicy{}).WithDefaulter(w.dnssec).WithValidator(withQuota[*v1alpha1.BindDNSSECPolicy](w.dnssec, "BindDNSSECPolicy", w.quotas)).Complete()
 		},
 	} {
 		if err := f(); err != nil {

@@ -196,6 +196,26 @@ func TestChartValuesLandWhereExpected(t *testing.T) {
 		}
 	})
 
+	t.Run("quota", func(t *testing.T) {
+		// 0 is a value (no limit), not "unset"; a number from JSON or a
+		// values file arrives as a float and is written as an integer.
+		a := args(t, f.mustTemplate(t, "--set", "quota.namespaceObjects=0,quota.zoneBytes=4Mi",
+			"--set-json", "quota.zoneRecords=50000"))
+		for _, want := range []string{"--quota-namespace-objects=0", "--quota-zone-bytes=4Mi", "--quota-zone-records=50000"} {
+			if !slices.Contains(a, want) {
+				t.Errorf("args %q lack %q", a, want)
+			}
+		}
+		for _, flag := range a {
+			if strings.HasPrefix(flag, "--quota-namespace-bytes") {
+				t.Errorf("an unset quota was passed: %q", flag)
+			}
+		}
+		if _, err := f.template("--set", "quota.zoneRecords=-1"); err == nil {
+			t.Error("a negative quota was accepted by the values schema")
+		}
+	})
+
 	t.Run("tls.certManager.issuerRef", func(t *testing.T) {
 		flags := append([]string{"--set", "tls.mode=certManager,tls.certManager.issuerRef.name=corp-ca,tls.certManager.issuerRef.kind=ClusterIssuer,tls.certManager.issuerRef.group=cert-manager.io"}, certManagerAPI...)
 		objs := f.mustTemplate(t, flags...)

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"git.unkin.net/unkin/bind-operator/certs"
+	"git.unkin.net/unkin/bind-operator/internal/quota"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 	bindwebhooks "git.unkin.net/unkin/bind-operator/webhooks"
 )
@@ -32,6 +33,9 @@ var (
 	k8sClient client.Client
 	restCfg   *rest.Config
 	ctx       = context.Background()
+	// quotas is the webhooks' quota tracker, with the default limits;
+	// TestQuotas lowers them while it runs.
+	quotas = quota.NewTracker(quota.DefaultLimits())
 )
 
 // podCIDR is the pod range the webhooks are configured with; pod IPs of
@@ -58,7 +62,7 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return fmt.Errorf("named-checkconf is not installed (make deps): %w", err)
 			}
-			return bindwebhooks.SetupWithManager(mgr, bindwebhooks.Options{PodCIDRs: []netip.Prefix{podCIDR}, NamedCheckconf: checkconf, ConfigCheckTimeout: 8 * time.Second})
+			return bindwebhooks.SetupWithManager(mgr, bindwebhooks.Options{PodCIDRs: []netip.Prefix{podCIDR}, NamedCheckconf: checkconf, ConfigCheckTimeout: 8 * time.Second, Quota: quotas})
 		})
 		if err != nil {
 			return err

@@ -37,6 +37,15 @@ control-plane: controller-manager
 {{ .Values.bindImage.repository }}:{{ .Values.bindImage.tag | default .Chart.AppVersion }}
 {{- end }}
 
+{{/*
+bind-operator.quotaValue writes a quota value for its flag: a count as an
+integer (a number from a values file arrives as a float), a byte quantity
+such as 16Mi as it is.
+*/}}
+{{- define "bind-operator.quotaValue" -}}
+{{- if kindIs "string" . }}{{ . }}{{ else }}{{ int64 . }}{{ end }}
+{{- end }}
+
 {{/* The Certificate that serves the webhooks (cert-manager mode). */}}
 {{- define "bind-operator.servingCert" -}}
 {{ include "bind-operator.name" "serving-cert" }}
