@@ -119,7 +119,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	if len(conflicts) > 0 {
 		msg := conflictMessage(conflicts)
 		if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonNameConflict || prev.Message != msg {
-			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonNameConflict, "Reconcile", msg)
+			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonNameConflict, "Reconcile", "%s", msg)
 		}
 		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
@@ -173,7 +173,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		// leave the running config alone, as for a failed render.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
 		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", msg)
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", "%s", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	if err != nil {
@@ -188,7 +188,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		// try again shortly, and leave the running config alone.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
 		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", msg)
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", "%s", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	rendered.SecretData[controlKeyEntry] = []byte(ctlKey.Secret)
@@ -204,7 +204,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 			msg := fmt.Sprintf("named-checkconf rejected the new configuration, so the pods keep running the previous one: %v", err)
 			logger.Info("rendered config rejected", "cluster", cluster.Name, "reason", err.Error())
 			setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonCheckFailed, msg)
-			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonCheckFailed, "Check", msg)
+			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonCheckFailed, "Check", "%s", msg)
 			return ctrl.Result{}, nil
 		}
 	}
@@ -244,7 +244,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 func (r *BindClusterReconciler) imageNotAllowed(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, violations []imagepolicy.Violation) error {
 	msg := imageNotAllowedMessage(violations, r.Options.allowedImages())
 	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonImageNotAllowed || prev.Message != msg {
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonImageNotAllowed, "Reconcile", msg)
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonImageNotAllowed, "Reconcile", "%s", msg)
 	}
 	setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonImageNotAllowed, msg)
 	var sts appsv1.StatefulSet

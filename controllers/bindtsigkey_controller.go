@@ -78,7 +78,7 @@ func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// Warn once per change of state, not on every resync.
 	if prev := meta.FindStatusCondition(status.Conditions, cond.Type); cond.Status != metav1.ConditionTrue &&
 		(prev == nil || prev.Reason != cond.Reason || prev.Status != cond.Status) {
-		r.Recorder.Eventf(&key, nil, corev1.EventTypeWarning, cond.Reason, "Reconcile", cond.Message)
+		r.Recorder.Eventf(&key, nil, corev1.EventTypeWarning, cond.Reason, "Reconcile", "%s", cond.Message)
 	}
 	setCondition(&status.Conditions, &key, cond.Type, cond.Status, cond.Reason, cond.Message)
 	var result ctrl.Result

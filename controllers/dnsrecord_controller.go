@@ -316,7 +316,7 @@ func (r *DNSRecordReconciler) refused(rec *bindv1alpha1.DNSRecord, status *bindv
 		status.LastRcode = rc.RcodeName()
 		msg := fmt.Sprintf("the zone's primary refused the update with %s: %v", rc.RcodeName(), err)
 		r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonUpdateRefused, msg)
-		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonUpdateRefused, "Update", msg)
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonUpdateRefused, "Update", "%s", msg)
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
 	r.setReady(rec, status, metav1.ConditionFalse, bindv1alpha1.ReasonZoneNotReady, fmt.Sprintf("the update did not reach the zone's primary: %v", err))
@@ -433,7 +433,7 @@ func (r *DNSRecordReconciler) setReady(rec *bindv1alpha1.DNSRecord, status *bind
 
 func (r *DNSRecordReconciler) setConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, reason, msg string) {
 	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionConflict); prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != reason {
-		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, reason, "Claim", msg)
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, reason, "Claim", "%s", msg)
 	}
 	setCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionTrue, reason, msg)
 	r.setReady(rec, status, metav1.ConditionFalse, reason, msg)
