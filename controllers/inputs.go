@@ -233,6 +233,9 @@ func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGK
 	secretName, keyName, algorithm := tsigDefaults(k)
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: secretName}, &s); err != nil {
+		if apierrors.IsNotFound(err) && k.Spec.ImportExisting {
+			return render.TSIGKey{}, &ImportedSecretMissingError{Key: k.Name, Secret: secretName}
+		}
 		if apierrors.IsNotFound(err) {
 			return render.TSIGKey{}, fmt.Errorf("the Secret %q of BindTSIGKey %q does not exist yet", secretName, k.Name)
 		}
@@ -242,6 +245,9 @@ func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGK
 		return render.TSIGKey{}, err
 	}
 	material := string(s.Data[bindv1alpha1.TSIGSecretKey])
+	if material == "" && k.Spec.ImportExisting {
+		return render.TSIGKey{}, &ImportedSecretMissingError{Key: k.Name, Secret: secretName, NoEntry: true}
+	}
 	if material == "" {
 		return render.TSIGKey{}, fmt.Errorf("the Secret %q of BindTSIGKey %q has no %q entry", secretName, k.Name, bindv1alpha1.TSIGSecretKey)
 	}

@@ -177,5 +177,6 @@ func (e *leftOutReferenceError) Error() string { return e.msg }
 func renderRefused(err error) bool {
 	var refused *KeySecretRefusedError
 	var left *leftOutReferenceError
-	return errors.As(err, &refused) || errors.As(err, &left)
+	var missing *ImportedSecretMissingError
+	return errors.As(err, &refused) || errors.As(err, &left) || errors.As(err, &missing)
 }

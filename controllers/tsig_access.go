@@ -22,6 +22,24 @@ func (e *KeySecretRefusedError) Error() string {
 		"choose a secretName that no other Secret has (the operator then generates the key), or have someone allowed to read that Secret recreate the BindTSIGKey with importExisting: true", e.Key, e.Secret)
 }
 
+// ImportedSecretMissingError is an imported key (importExisting) whose
+// Secret does not exist or holds no material: only the user can fix it, so
+// the cluster reports it (RenderFailed) instead of retrying in silence. A
+// generated key's Secret is the operator's to create, and its absence is a
+// moment to wait out.
+type ImportedSecretMissingError struct {
+	Key, Secret string
+	// NoEntry: the Secret exists without the material's entry.
+	NoEntry bool
+}
+
+func (e *ImportedSecretMissingError) Error() string {
+	if e.NoEntry {
+		return fmt.Sprintf("BindTSIGKey %q imports Secret %q, which has no %q entry; put the base64 key material there (as `tsig-keygen` prints it)", e.Key, e.Secret, bindv1alpha1.TSIGSecretKey)
+	}
+	return fmt.Sprintf("BindTSIGKey %q imports Secret %q, which does not exist; create it with the key material in its %q entry, or remove importExisting so that the operator generates a key", e.Key, e.Secret, bindv1alpha1.TSIGSecretKey)
+}
+
 // keySecretUsable is the one place that decides whether the material in
 // Secret s may be used for BindTSIGKey k: only when s is the key's own
 // (the BindTSIGKey reconciler created it with a controller reference to
