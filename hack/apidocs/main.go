@@ -130,9 +130,12 @@ operator define them. The columns:
   are in the description ("Defaults to ...").
 * **validation**: what the API server checks: allowed values, bounds,
   lengths, patterns, list uniqueness and CEL rules (by their message). The
-  validating webhook checks more, across objects: docs/validation.md.
+  validating webhook checks more, across objects:
+  [validation.md](../validation.md).
 
 The same text is in the cluster: ` + "`kubectl explain bindzone.spec.records`" + `.
+A first example of each kind, and what to look at: [the guides](../guides),
+and [getting started](../getting-started.md).
 
 `
 
