@@ -40,17 +40,18 @@ generate: ## Generate deepcopy code from the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs, RBAC and webhook configurations from markers.
+manifests: ## Generate CRDs, RBAC and webhook configurations from markers, and the API reference from the CRDs.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role $(RBAC_PATHS) output:rbac:artifacts:config=config/rbac
 	@if ls webhooks/*.go >/dev/null 2>&1; then $(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook; fi
 	hack/sync-chart.sh
+	$(GO) run ./hack/apidocs -crds config/crd/bases -out docs/reference/api.md
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files differ from what is committed.
-	@if [ -n "$$(git status --porcelain -- api config charts)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api config charts docs/reference)" ]; then \
 	  echo "generated files are stale; run 'make generate manifests' and commit:"; \
-	  git status --porcelain -- api config charts; git --no-pager diff --stat -- api config charts; exit 1; fi
+	  git status --porcelain -- api config charts docs/reference; git --no-pager diff --stat -- api config charts docs/reference; exit 1; fi
 
 .PHONY: fmt
 fmt: ## Format the code.

@@ -38,3 +38,41 @@ func SplitYAML(raw []byte) [][]byte {
 	}
 	return docs
 }
+
+// MarkdownYAML returns the documents of every ```yaml block of a Markdown
+// file, in order, each with the line its block starts on. Only a fence
+// whose info string is exactly "yaml" counts: the docs mark fragments that
+// are not whole objects otherwise (e.g. ```yaml fragment).
+func MarkdownYAML(tb testing.TB, path string) []MarkdownDoc {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	Must(tb, err)
+	var out []MarkdownDoc
+	var block []string
+	start, in := 0, false
+	for i, line := range strings.Split(string(raw), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case !in && trimmed == "```yaml":
+			in, start, block = true, i+2, nil
+		case in && trimmed == "```":
+			in = false
+			for _, d := range SplitYAML([]byte(strings.Join(block, "\n"))) {
+				out = append(out, MarkdownDoc{Line: start, YAML: d})
+			}
+		case in:
+			block = append(block, line)
+		}
+	}
+	if in {
+		tb.Fatalf("%s: the yaml block at line %d is not closed", path, start-1)
+	}
+	return out
+}
+
+// MarkdownDoc is one YAML document of a Markdown file.
+type MarkdownDoc struct {
+	// Line is where its block's first line is, 1-based.
+	Line int
+	YAML []byte
+}
