@@ -25,8 +25,8 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 func tombstoneRecord(ns, name, uid, zone string) *bindv1alpha1.DNSRecord {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 	"github.com/miekg/dns"
 )
 

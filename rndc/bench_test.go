@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // BenchmarkAddzone compares adding b.N primary zones over one control

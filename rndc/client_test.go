@@ -12,7 +12,7 @@ import (
 	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
 
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 func ctxT(t testing.TB) context.Context {

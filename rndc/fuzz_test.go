@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // fuzzKey signed the captured seed replies in testdata/fuzz/FuzzDecode, so

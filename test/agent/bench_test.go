@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // BenchmarkEnsureZones measures primary zones created per second:

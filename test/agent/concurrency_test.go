@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // Several operator workers ensuring the same zones at once (as after a

@@ -14,7 +14,7 @@ import (
 	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
 
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // dashboardExprs returns every PromQL expression of the shipped Grafana

@@ -1,5 +1,5 @@
 // Package agent_test drives the pod agent end to end: a real named from
-// internal/bindtest, the agent server in-process on loopback with real
+// test/bindtest, the agent server in-process on loopback with real
 // mutual TLS, and the operator's agent.Client.
 package agent_test
 
@@ -22,10 +22,10 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/server"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/rndc"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 

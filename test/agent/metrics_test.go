@@ -9,7 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // scrape returns /metrics as name{labels} → value.

@@ -15,8 +15,8 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/validate"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // A zone whose update-policy defers to the agent (render's clause for a

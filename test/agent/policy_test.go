@@ -11,8 +11,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // policyNamed is a named with the policy zone rpz.test declared the way the

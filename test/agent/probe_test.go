@@ -12,8 +12,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // The agent tries a Secondary zone's transfer the way named does, from its

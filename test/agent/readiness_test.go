@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 	. "github.com/onsi/gomega"
 )

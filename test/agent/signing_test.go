@@ -15,7 +15,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/server"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // TestSignedZoneSignsUpdatesFromItsFirstMoment: a zone that named signs in

@@ -12,7 +12,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/batch"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // countingEnsurer counts the EnsureZones calls that reach the agent.

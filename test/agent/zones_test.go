@@ -9,7 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"git.unkin.net/unkin/bind-operator/agent"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // The whole life of a primary zone through the agent, checked through

@@ -13,9 +13,9 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/internal/bindcluster"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/bindcluster"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 

@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/internal/bindtest"
 	"git.unkin.net/unkin/bind-operator/render"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // Every named stays on loopback, also after a move, and a moved secondary
