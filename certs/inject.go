@@ -22,33 +22,51 @@ type injectResult struct {
 // Manager back when it appears.
 func inject(ctx context.Context, c client.Client, mutating, validating []string, bundle []byte) (injectResult, error) {
 	var r injectResult
-	for _, name := range mutating {
-		obj := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := injectKind(ctx, c, &r, "mutating", mutating, bundle, mutatingClientConfigs); err != nil {
+		return r, err
+	}
+	return r, injectKind(ctx, c, &r, "validating", validating, bundle, validatingClientConfigs)
+}
+
+// injectKind is inject for the named configurations of one kind (P);
+// clientConfigs points at the clientConfig of each of its webhooks.
+func injectKind[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, c client.Client, r *injectResult, kind string, names []string, bundle []byte, clientConfigs func(P) []*admissionregistrationv1.WebhookClientConfig) error {
+	for _, name := range names {
+		obj := P(new(T))
 		changed, err := injectOne(ctx, c, name, obj, func() bool {
 			changed := false
-			for i := range obj.Webhooks {
-				changed = setBundle(&obj.Webhooks[i].ClientConfig, bundle) || changed
+			for _, cc := range clientConfigs(obj) {
+				changed = setBundle(cc, bundle) || changed
 			}
 			return changed
 		})
-		if err := r.record("mutating", name, changed, err); err != nil {
-			return r, err
+		if err := r.record(kind, name, changed, err); err != nil {
+			return err
 		}
 	}
-	for _, name := range validating {
-		obj := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		changed, err := injectOne(ctx, c, name, obj, func() bool {
-			changed := false
-			for i := range obj.Webhooks {
-				changed = setBundle(&obj.Webhooks[i].ClientConfig, bundle) || changed
-			}
-			return changed
-		})
-		if err := r.record("validating", name, changed, err); err != nil {
-			return r, err
-		}
+	return nil
+}
+
+// mutatingClientConfigs and validatingClientConfigs are the one part the
+// two kinds cannot share: each holds its own webhook type, and the
+// clientConfig field is all those types have in common.
+func mutatingClientConfigs(o *admissionregistrationv1.MutatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+	ccs := make([]*admissionregistrationv1.WebhookClientConfig, len(o.Webhooks))
+	for i := range o.Webhooks {
+		ccs[i] = &o.Webhooks[i].ClientConfig
 	}
-	return r, nil
+	return ccs
+}
+
+func validatingClientConfigs(o *admissionregistrationv1.ValidatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+	ccs := make([]*admissionregistrationv1.WebhookClientConfig, len(o.Webhooks))
+	for i := range o.Webhooks {
+		ccs[i] = &o.Webhooks[i].ClientConfig
+	}
+	return ccs
 }
 
 func (r *injectResult) record(kind, name string, changed bool, err error) error {

@@ -45,11 +45,7 @@ func gather(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1a
 	if err := c.List(ctx, &views, ns); err != nil {
 		return in, err
 	}
-	for _, v := range views.Items {
-		if v.Spec.ClusterRef.Name == cluster.Name {
-			in.Views = append(in.Views, v)
-		}
-	}
+	in.Views = ofCluster(views.Items, cluster.Name, func(v *bindv1alpha1.BindView) string { return v.Spec.ClusterRef.Name })
 	in.Views = keepValid(out, "BindView", in.Views, out.views)
 	// The namespace's zones, listed once and only when needed: for every
 	// zone of the cluster, or for the zones a forwarded-to cluster serves.
@@ -68,32 +64,20 @@ func gather(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1a
 		if err != nil {
 			return in, err
 		}
-		for _, z := range zones {
-			if z.Spec.ClusterRef.Name == cluster.Name && z.DeletionTimestamp == nil {
-				in.Zones = append(in.Zones, z)
-			}
-		}
+		in.Zones = ofCluster(zones, cluster.Name, configCluster)
 		in.Zones = keepValid(out, "BindZone", in.Zones, nil)
 	}
 	var catalogs bindv1alpha1.BindCatalogZoneList
 	if err := c.List(ctx, &catalogs, ns); err != nil {
 		return in, err
 	}
-	for _, cat := range catalogs.Items {
-		if cat.Spec.ClusterRef.Name == cluster.Name {
-			in.Catalogs = append(in.Catalogs, cat)
-		}
-	}
+	in.Catalogs = ofCluster(catalogs.Items, cluster.Name, func(cat *bindv1alpha1.BindCatalogZone) string { return cat.Spec.ClusterRef.Name })
 	in.Catalogs = keepValid(out, "BindCatalogZone", in.Catalogs, out.catalogs)
 	var policies bindv1alpha1.BindPolicyList
 	if err := c.List(ctx, &policies, ns); err != nil {
 		return in, err
 	}
-	for _, p := range policies.Items {
-		if p.Spec.ClusterRef.Name == cluster.Name {
-			in.Policies = append(in.Policies, p)
-		}
-	}
+	in.Policies = ofCluster(policies.Items, cluster.Name, func(p *bindv1alpha1.BindPolicy) string { return p.Spec.ClusterRef.Name })
 	in.Policies = keepValid(out, "BindPolicy", in.Policies, nil)
 
 	forwardees, err := gatherForwardees(ctx, c, &in, namespaceZones)
@@ -144,6 +128,30 @@ func gather(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1a
 		in.Keys[k.Name] = material
 	}
 	return in, nil
+}
+
+// ofCluster returns the items whose clusterRef names cluster; the kinds
+// share no Go interface, so the caller says where each keeps it. The
+// result is a new slice: the namespace's zones are shared with
+// gatherForwardees and must not be filtered in place.
+func ofCluster[T any](items []T, cluster string, clusterRef func(*T) string) []T {
+	var out []T
+	for i := range items {
+		if clusterRef(&items[i]) == cluster {
+			out = append(out, items[i])
+		}
+	}
+	return out
+}
+
+// configCluster is the BindCluster whose config holds zone z: its
+// spec.clusterRef, or none once z is being deleted, as its finalizer is
+// taking it off the cluster's pods.
+func configCluster(z *bindv1alpha1.BindZone) string {
+	if z.DeletionTimestamp != nil {
+		return ""
+	}
+	return z.Spec.ClusterRef.Name
 }
 
 // forwardTargets are the BindClusters the cluster's forwarders name.
@@ -209,7 +217,7 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 		}
 		f := render.Forwardee{Address: svc.Spec.ClusterIP, Zones: map[string][]string{}}
 		for _, z := range zones {
-			if z.Spec.ClusterRef.Name != name || z.DeletionTimestamp != nil || !z.Spec.IsPrimary() {
+			if configCluster(&z) != name || !z.Spec.IsPrimary() {
 				continue
 			}
 			var ds []string

@@ -2,10 +2,6 @@ package dnsclient
 
 import (
 	"crypto/hmac"
-	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -14,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"git.unkin.net/unkin/bind-operator/internal/keyalg"
 )
 
 // Key is a TSIG key. Its name and algorithm are normalised the way they
@@ -31,13 +29,24 @@ type Key struct {
 
 type secret struct{ b []byte }
 
-var tsigHashes = map[string]func() hash.Hash{
-	dns.HmacMD5:    md5.New,
-	dns.HmacSHA1:   sha1.New,
-	dns.HmacSHA224: sha256.New224,
-	dns.HmacSHA256: sha256.New,
-	dns.HmacSHA384: sha512.New384,
-	dns.HmacSHA512: sha512.New,
+// tsigNames are the named.conf names of the TSIG algorithms' wire names;
+// keyalg has their hashes. The wire name is the named.conf name as a
+// domain name, but HMAC-MD5's, which is older (RFC 2845).
+var tsigNames = map[string]string{
+	dns.HmacMD5:    "hmac-md5",
+	dns.HmacSHA1:   "hmac-sha1",
+	dns.HmacSHA224: "hmac-sha224",
+	dns.HmacSHA256: "hmac-sha256",
+	dns.HmacSHA384: "hmac-sha384",
+	dns.HmacSHA512: "hmac-sha512",
+}
+
+// tsigHash is the hash of a TSIG algorithm by its wire name, or nil.
+func tsigHash(alg string) func() hash.Hash {
+	if name, ok := tsigNames[alg]; ok {
+		return keyalg.Hash(name)
+	}
+	return nil
 }
 
 // NewKey builds a key from named.conf-style parts: name, algorithm
@@ -51,7 +60,7 @@ func NewKey(name, algorithm, secretBase64 string) (Key, error) {
 	if alg == "hmac-md5." {
 		alg = dns.HmacMD5
 	}
-	if _, ok := tsigHashes[alg]; !ok {
+	if tsigHash(alg) == nil {
 		return Key{}, fmt.Errorf("dnsclient: key %s: unsupported algorithm %q", name, algorithm)
 	}
 	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(secretBase64))
@@ -89,7 +98,7 @@ func (k Key) Equal(o Key) bool {
 	return k.secret == nil || hmac.Equal(k.secret.b, o.secret.b)
 }
 
-func (k Key) valid() bool { return k.secret != nil && tsigHashes[k.Algorithm] != nil }
+func (k Key) valid() bool { return k.secret != nil && tsigHash(k.Algorithm) != nil }
 
 // provider signs and verifies with this key only. Using our own
 // dns.TsigProvider keeps the secret out of miekg/dns' TsigSecret maps.
@@ -99,7 +108,7 @@ func (p provider) mac(msg []byte, t *dns.TSIG) ([]byte, error) {
 	if !strings.EqualFold(dns.Fqdn(t.Hdr.Name), p.k.Name) || !strings.EqualFold(dns.Fqdn(t.Algorithm), p.k.Algorithm) {
 		return nil, dns.ErrSecret
 	}
-	h := hmac.New(tsigHashes[p.k.Algorithm], p.k.secret.b)
+	h := hmac.New(tsigHash(p.k.Algorithm), p.k.secret.b)
 	h.Write(msg)
 	return h.Sum(nil), nil
 }

@@ -2,17 +2,14 @@ package rndc
 
 import (
 	"crypto/hmac"
-	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"log/slog"
 	"strings"
+
+	"git.unkin.net/unkin/bind-operator/internal/keyalg"
 )
 
 // Algorithm is the HMAC that signs control messages. The values are BIND's
@@ -29,22 +26,21 @@ const (
 	HMACSHA512 Algorithm = 165
 )
 
-var algorithms = map[Algorithm]struct {
-	name string
-	hash func() hash.Hash
-}{
-	HMACMD5:    {"hmac-md5", md5.New},
-	HMACSHA1:   {"hmac-sha1", sha1.New},
-	HMACSHA224: {"hmac-sha224", sha256.New224},
-	HMACSHA256: {"hmac-sha256", sha256.New},
-	HMACSHA384: {"hmac-sha384", sha512.New384},
-	HMACSHA512: {"hmac-sha512", sha512.New},
+// algorithms are the named.conf names of the DST numbers; keyalg has
+// their hashes.
+var algorithms = map[Algorithm]string{
+	HMACMD5:    "hmac-md5",
+	HMACSHA1:   "hmac-sha1",
+	HMACSHA224: "hmac-sha224",
+	HMACSHA256: "hmac-sha256",
+	HMACSHA384: "hmac-sha384",
+	HMACSHA512: "hmac-sha512",
 }
 
 // String returns the algorithm's named.conf name.
 func (a Algorithm) String() string {
-	if v, ok := algorithms[a]; ok {
-		return v.name
+	if name, ok := algorithms[a]; ok {
+		return name
 	}
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
 }
@@ -52,8 +48,8 @@ func (a Algorithm) String() string {
 // ParseAlgorithm accepts a named.conf algorithm name (hmac-sha256, ...).
 func ParseAlgorithm(name string) (Algorithm, error) {
 	name = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
-	for a, v := range algorithms {
-		if v.name == name {
+	for a, n := range algorithms {
+		if n == name {
 			return a, nil
 		}
 	}
@@ -130,7 +126,7 @@ const (
 
 // digest returns the signature field value for data.
 func (k Key) digest(data []byte) []byte {
-	m := hmac.New(algorithms[k.Algorithm].hash, k.secret.b)
+	m := hmac.New(keyalg.Hash(algorithms[k.Algorithm]), k.secret.b)
 	m.Write(data)
 	b64 := base64.StdEncoding.AppendEncode(nil, m.Sum(nil))
 	if k.Algorithm == HMACMD5 {

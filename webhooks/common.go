@@ -74,8 +74,8 @@ func describeElement(e v1alpha1.AddressMatchElement) string {
 // what a valid one looks like.
 func ValidateDomainName(name string, fldPath *field.Path) field.ErrorList {
 	fq := records.ZoneFQDN(name)
-	if n, ok := isDomainName(fq); !ok || n > 127 || len(fq) > 254 {
-		return field.ErrorList{field.Invalid(fldPath, name, "must be a domain name such as example.com: labels of letters, digits, hyphens and underscores, at most 63 characters each and 253 in all")}
+	if n, ok := isDomainName(fq); !ok || n > 127 || len(fq) > v1alpha1.MaxDomainNameLength+1 {
+		return field.ErrorList{field.Invalid(fldPath, name, fmt.Sprintf("must be a domain name such as example.com: labels of letters, digits, hyphens and underscores, at most %d characters each and %d in all", v1alpha1.MaxLabelLength, v1alpha1.MaxDomainNameLength))}
 	}
 	return nil
 }

@@ -393,13 +393,6 @@ func recordTypeProblem(typ string) string {
 	return fmt.Sprintf("record type %q is not supported; use one of %s", typ, recordTypes)
 }
 
-// maxLabel is the longest DNS label and maxName the longest domain name
-// in text form without the final dot (255 octets on the wire), in octets.
-const (
-	maxLabel = 63
-	maxName  = 253
-)
-
 // recordNameProblem says what is wrong with a record's owner name, "" when
 // it is a name the CRD's pattern takes: "@", "*", or dot-separated labels
 // of letters, digits, underscores and inner hyphens, at most 63 octets
@@ -424,8 +417,8 @@ func recordNameProblem(name, zoneName string) string {
 			continue
 		case l == "*" || strings.Contains(l, "*"):
 			return fmt.Sprintf("%q has a * that is not the whole leftmost label; a wildcard is written *.name", name)
-		case len(l) > maxLabel:
-			return fmt.Sprintf("label %q is %d octets long; a DNS label holds at most %d", l, len(l), maxLabel)
+		case len(l) > v1alpha1.MaxLabelLength:
+			return fmt.Sprintf("label %q is %d octets long; a DNS label holds at most %d", l, len(l), v1alpha1.MaxLabelLength)
 		case l[0] == '-' || l[len(l)-1] == '-':
 			return fmt.Sprintf("label %q starts or ends with a hyphen; a hyphen may only sit inside a label", l)
 		}
@@ -446,8 +439,8 @@ func recordNameProblem(name, zoneName string) string {
 	if zoneName == "" {
 		fqdn = strings.TrimSuffix(n, ".") + "."
 	}
-	if len(fqdn) > maxName+1 {
-		return fmt.Sprintf("the absolute name %s is %d octets long without the final dot, more than the %d a domain name may hold; shorten it", fqdn, len(fqdn)-1, maxName)
+	if len(fqdn) > v1alpha1.MaxDomainNameLength+1 {
+		return fmt.Sprintf("the absolute name %s is %d octets long without the final dot, more than the %d a domain name may hold; shorten it", fqdn, len(fqdn)-1, v1alpha1.MaxDomainNameLength)
 	}
 	return ""
 }

@@ -26,8 +26,8 @@ func (a *Agent) apiHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST "+agent.PathEnsure, a.instrument("ensure", a.handleEnsure))
 	mux.Handle("POST "+agent.PathEnsureBatch, a.instrument("ensure-batch", a.handleEnsureBatch))
-	mux.Handle("POST "+agent.PathDelete, a.instrument("delete", a.handleDelete))
-	mux.Handle("POST "+agent.PathStatus, a.instrument("status", a.handleStatus))
+	mux.Handle("POST "+agent.PathDelete, a.instrument("delete", zoneHandler(a.handleDelete)))
+	mux.Handle("POST "+agent.PathStatus, a.instrument("status", zoneHandler(a.handleStatus)))
 	mux.Handle("POST "+agent.PathSync, a.instrument("sync", a.handleSync))
 	mux.Handle("POST "+agent.PathPolicy, a.instrument("policy", a.handlePolicy))
 	mux.Handle("POST "+agent.PathProbe, a.instrument("probe", a.handleProbe))
@@ -253,17 +253,26 @@ func (a *Agent) handleEnsureBatch(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-func (a *Agent) handleDelete(w http.ResponseWriter, r *http.Request) error {
-	var req agent.ZoneRef
-	if err := decode(w, r, agent.MaxRequestBytes, &req); err != nil {
-		return err
+// zoneHandler serves a request whose body is one zone (agent.ZoneRef): h
+// gets the reference checked and canonical, and a context that ends after
+// singleTimeout.
+func zoneHandler(h func(ctx context.Context, w http.ResponseWriter, ref agent.ZoneRef) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var req agent.ZoneRef
+		if err := decode(w, r, agent.MaxRequestBytes, &req); err != nil {
+			return err
+		}
+		ref, err := checkRef(req)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), singleTimeout)
+		defer cancel()
+		return h(ctx, w, ref)
 	}
-	ref, err := checkRef(req)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), singleTimeout)
-	defer cancel()
+}
+
+func (a *Agent) handleDelete(ctx context.Context, w http.ResponseWriter, ref agent.ZoneRef) error {
 	a.opMu.Lock()
 	defer a.opMu.Unlock()
 	res, err := a.deleteZone(ctx, ref)
@@ -276,17 +285,7 @@ func (a *Agent) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) error {
-	var req agent.ZoneRef
-	if err := decode(w, r, agent.MaxRequestBytes, &req); err != nil {
-		return err
-	}
-	ref, err := checkRef(req)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), singleTimeout)
-	defer cancel()
+func (a *Agent) handleStatus(ctx context.Context, w http.ResponseWriter, ref agent.ZoneRef) error {
 	st, err := a.zoneStatus(ctx, a.api, ref)
 	if err != nil {
 		return err

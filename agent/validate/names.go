@@ -15,15 +15,13 @@ import (
 	"fmt"
 	"strings"
 
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
-// Limits on names, as DNS (RFC 1035) and Kubernetes object names allow.
-const (
-	MaxZoneNameLength = 253
-	MaxLabelLength    = 63
-	MaxViewNameLength = 63
-)
+// MaxViewNameLength bounds a view name, a Kubernetes-style name that
+// becomes a directory name. DNS names are bounded by v1alpha1's limits.
+const MaxViewNameLength = 63
 
 // Error is a refusal with a sentence the caller can act on. Field names the
 // offending input ("zone", "view", "clause", "seed").
@@ -61,15 +59,15 @@ func ZoneName(name string) (string, error) {
 	if n == "" || n == "." {
 		return "", fail("zone", "name is empty (the root zone is not managed through the agent)")
 	}
-	if len(n) > MaxZoneNameLength {
-		return "", fail("zone", "name is %d characters long, the limit is %d", len(n), MaxZoneNameLength)
+	if len(n) > v1alpha1.MaxDomainNameLength {
+		return "", fail("zone", "name is %d characters long, the limit is %d", len(n), v1alpha1.MaxDomainNameLength)
 	}
 	for label := range strings.SplitSeq(n, ".") {
 		if label == "" {
 			return "", fail("zone", "name %q has an empty label", clip(name))
 		}
-		if len(label) > MaxLabelLength {
-			return "", fail("zone", "name has a label longer than %d characters", MaxLabelLength)
+		if len(label) > v1alpha1.MaxLabelLength {
+			return "", fail("zone", "name has a label longer than %d characters", v1alpha1.MaxLabelLength)
 		}
 	}
 	return n, nil

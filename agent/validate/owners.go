@@ -4,10 +4,8 @@ import (
 	"strings"
 
 	"git.unkin.net/unkin/bind-operator/agent"
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
-
-// MaxKeyNameLength bounds a TSIG key name (a DNS name).
-const MaxKeyNameLength = 253
 
 // MaxUpdateKeys bounds an owners request's update keys.
 const MaxUpdateKeys = 16
@@ -54,8 +52,8 @@ func Owners(req agent.OwnersRequest) (agent.OwnersRequest, error) {
 	}
 	for _, k := range req.UpdateKeys {
 		k = strings.ToLower(strings.TrimSuffix(k, "."))
-		if k == "" || len(k) > MaxKeyNameLength || !printable(k) {
-			return req, fail("updateKeys", "%q is not a key name: 1 to %d visible ASCII characters", clip(k), MaxKeyNameLength)
+		if k == "" || len(k) > v1alpha1.MaxDomainNameLength || !printable(k) {
+			return req, fail("updateKeys", "%q is not a key name: 1 to %d visible ASCII characters", clip(k), v1alpha1.MaxDomainNameLength)
 		}
 		out.UpdateKeys = append(out.UpdateKeys, k)
 	}
@@ -64,8 +62,8 @@ func Owners(req agent.OwnersRequest) (agent.OwnersRequest, error) {
 	}
 	for _, s := range req.Sets {
 		name := strings.ToLower(strings.TrimSuffix(s.Name, "."))
-		if name == "" || len(name) > MaxZoneNameLength || !printable(name) {
-			return req, fail("sets.name", "%q is not an absolute name: 1 to %d visible ASCII characters", clip(s.Name), MaxZoneNameLength)
+		if name == "" || len(name) > v1alpha1.MaxDomainNameLength || !printable(name) {
+			return req, fail("sets.name", "%q is not an absolute name: 1 to %d visible ASCII characters", clip(s.Name), v1alpha1.MaxDomainNameLength)
 		}
 		if name != zone && !strings.HasSuffix(name, "."+zone) {
 			return req, fail("sets.name", "%q is outside the zone %q", clip(s.Name), zone)

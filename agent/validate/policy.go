@@ -3,7 +3,10 @@ package validate
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"git.unkin.net/unkin/bind-operator/agent"
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
 // policyActions are the CNAME targets that say an RPZ action rather than
@@ -16,7 +19,7 @@ func PolicyName(name string) error {
 	if name == "" {
 		return fail("policy", "name is empty")
 	}
-	return objectName("policy", name, 253)
+	return objectName("policy", name, validation.DNS1123SubdomainMaxLength)
 }
 
 // PolicyRecords checks the records of a policy request: at most
@@ -55,12 +58,12 @@ func PolicyRecords(recs []agent.PolicyRecord) error {
 // policyName checks a relative name made of lowercase letters, digits and
 // the extra characters given.
 func policyName(field, name, extra string) error {
-	if name == "" || len(name) > MaxZoneNameLength {
-		return fail(field, "name must be 1 to %d characters long", MaxZoneNameLength)
+	if name == "" || len(name) > v1alpha1.MaxDomainNameLength {
+		return fail(field, "name must be 1 to %d characters long", v1alpha1.MaxDomainNameLength)
 	}
 	for label := range strings.SplitSeq(name, ".") {
-		if label == "" || len(label) > MaxLabelLength {
-			return fail(field, "%q has an empty label or one longer than %d characters", clip(name), MaxLabelLength)
+		if label == "" || len(label) > v1alpha1.MaxLabelLength {
+			return fail(field, "%q has an empty label or one longer than %d characters", clip(name), v1alpha1.MaxLabelLength)
 		}
 		for i := 0; i < len(label); i++ {
 			if c := label[i]; !isLowerAlnum(c) && !strings.ContainsRune(extra, rune(c)) {

@@ -41,6 +41,15 @@ type TTL int32
 // +kubebuilder:validation:XValidation:rule="size(self) <= (self.endsWith('.') ? 254 : 253)",message="a domain name has at most 253 characters (254 with the trailing dot), e.g. example.com; shorten it."
 type DomainName string
 
+// The limits of a DNS name (RFC 1035 §2.3.4): a label holds at most 63
+// octets, a name 255 on the wire, which is 253 in text without the final
+// dot. Every Go check of a DNS name uses these; DomainName's markers say
+// the same numbers because a marker cannot name a constant.
+const (
+	MaxDomainNameLength = 253
+	MaxLabelLength      = 63
+)
+
 // BuiltinACL is one of BIND's predefined address match lists.
 // +kubebuilder:validation:Enum=any;none;localhost;localnets
 type BuiltinACL string

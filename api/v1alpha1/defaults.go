@@ -238,10 +238,6 @@ func (z *BindZone) SetDefaults() {
 	}
 }
 
-// maxDomainName is the longest domain name in text form without the
-// trailing dot (255 octets on the wire).
-const maxDomainName = 253
-
 // DefaultResponsiblePerson is the default SOA RNAME of a zone given in
 // canonical form: hostmaster.<zone>, or, when that would be longer than a
 // domain name may be, the zone name itself (the mailbox <first label>@<the
@@ -251,10 +247,10 @@ func DefaultResponsiblePerson(zone string) DomainName {
 	if zone == "." || zone == "" {
 		return DomainName(DefaultSOAResponsiblePerson + "." + zone)
 	}
-	if len(zone) > maxDomainName {
+	if len(zone) > MaxDomainNameLength {
 		return ""
 	}
-	if r := DefaultSOAResponsiblePerson + "." + zone; len(r) <= maxDomainName {
+	if r := DefaultSOAResponsiblePerson + "." + zone; len(r) <= MaxDomainNameLength {
 		return DomainName(r)
 	}
 	return DomainName(zone)

@@ -26,6 +26,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/onsi/gomega"
 
+	"git.unkin.net/unkin/bind-operator/internal/keyalg"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -38,20 +39,12 @@ type Key struct {
 }
 
 // NewKey returns a key with a fresh random secret of the size BIND's own
-// tools generate for the algorithm's digest.
+// tools generate for the algorithm: its digest's (32 bytes for a name
+// keyalg does not know).
 func NewKey(name, algorithm string) Key {
 	size := 32
-	switch algorithm {
-	case "hmac-md5":
-		size = 16
-	case "hmac-sha1":
-		size = 20
-	case "hmac-sha224":
-		size = 28
-	case "hmac-sha384":
-		size = 48
-	case "hmac-sha512":
-		size = 64
+	if h := keyalg.Hash(algorithm); h != nil {
+		size = h().Size()
 	}
 	b := make([]byte, size)
 	_, _ = rand.Read(b) // never fails (crypto/rand contract since Go 1.24)
