@@ -34,6 +34,8 @@ const (
 	MaxZones = 100_000
 	// maxCounters bounds series per counter map (qtypes, nsstats, ...).
 	maxCounters = 512
+	// maxViews bounds the views whose resolver statistics are exported.
+	maxViews    = 64
 	maxLabelLen = 255
 )
 
@@ -51,28 +53,92 @@ type Collector struct {
 	http *http.Client
 }
 
+// The series, named and labelled as prometheus-community/bind_exporter
+// names them wherever both export the same thing, so that its dashboards
+// (Grafana 1666) and the alerts users already have work unchanged;
+// docs/monitoring.md has the mapping. Every label value is a category
+// (an rcode, a query type, a view), never the name of another metric.
 var (
-	descUp          = prometheus.NewDesc("bind_up", "1 when named's statistics channel answered with parseable JSON.", nil, nil)
-	descScrape      = prometheus.NewDesc("bind_scrape_duration_seconds", "Time to fetch and parse named's statistics.", nil, nil)
-	descBoot        = prometheus.NewDesc("bind_boot_time_seconds", "When named started (Unix time).", nil, nil)
-	descConfig      = prometheus.NewDesc("bind_config_time_seconds", "When named last loaded its configuration (Unix time).", nil, nil)
-	descQueries     = prometheus.NewDesc("bind_incoming_queries_total", "Incoming queries by query type.", []string{"type"}, nil)
-	descRcodes      = prometheus.NewDesc("bind_responses_total", "Responses sent by rcode.", []string{"rcode"}, nil)
-	descOpcodes     = prometheus.NewDesc("bind_incoming_requests_total", "Incoming requests by opcode.", []string{"opcode"}, nil)
-	descNS          = prometheus.NewDesc("bind_server_counter_total", "named's server statistics (nsstats) by counter name.", []string{"counter"}, nil)
-	descZoneMaint   = prometheus.NewDesc("bind_zone_maintenance_total", "named's zone maintenance statistics (zonestats) by counter name.", []string{"counter"}, nil)
-	descSerial      = prometheus.NewDesc("bind_zone_serial", "SOA serial of each zone named serves.", []string{"view", "zone", "type"}, nil)
-	descXfrOut      = prometheus.NewDesc("bind_transfers_out_total", "Zone transfers served to secondaries (nsstats XfrReqDone).", nil, nil)
-	descXfrRej      = prometheus.NewDesc("bind_transfers_out_rejected_total", "Zone transfer requests refused (nsstats XfrRej).", nil, nil)
-	descXfrInOK     = prometheus.NewDesc("bind_transfers_in_success_total", "Zone transfers received successfully (zonestats XfrSuccess).", nil, nil)
-	descXfrInFail   = prometheus.NewDesc("bind_transfers_in_failed_total", "Zone transfers that failed (zonestats XfrFail).", nil, nil)
-	descNotifyIn    = prometheus.NewDesc("bind_notify_in_total", "NOTIFY messages received (opcode NOTIFY).", nil, nil)
-	descUpdates     = prometheus.NewDesc("bind_updates_total", "Dynamic updates by outcome (nsstats UpdateDone, UpdateRej, UpdateFail...).", []string{"result"}, nil)
-	allDescs        = []*prometheus.Desc{descUp, descScrape, descBoot, descConfig, descQueries, descRcodes, descOpcodes, descNS, descZoneMaint, descSerial, descXfrOut, descXfrRej, descXfrInOK, descXfrInFail, descNotifyIn, descUpdates}
-	updateCounters  = map[string]string{"UpdateDone": "done", "UpdateRej": "rejected", "UpdateFail": "failed", "UpdateBadPrereq": "bad_prereq", "UpdateReqFwd": "forwarded"}
+	descUp       = prometheus.NewDesc("bind_up", "1 when named's statistics channel answered with parseable JSON.", nil, nil)
+	descScrape   = prometheus.NewDesc("bind_scrape_duration_seconds", "Time to fetch and parse named's statistics.", nil, nil)
+	descBoot     = prometheus.NewDesc("bind_boot_time_seconds", "Start time of the BIND process since unix epoch in seconds.", nil, nil)
+	descConfig   = prometheus.NewDesc("bind_config_time_seconds", "Time of the last reconfiguration since unix epoch in seconds.", nil, nil)
+	descQueries  = prometheus.NewDesc("bind_incoming_queries_total", "Number of incoming DNS queries, by query type.", []string{"type"}, nil)
+	descOpcodes  = prometheus.NewDesc("bind_incoming_requests_total", "Number of incoming DNS requests, by opcode.", []string{"opcode"}, nil)
+	descRcodes   = prometheus.NewDesc("bind_response_rcodes_total", "Number of responses sent, by RCODE.", []string{"rcode"}, nil)
+	descResults  = prometheus.NewDesc("bind_responses_total", "Number of responses sent, by result (nsstats Qry*: Success, Referral, Nxrrset, SERVFAIL, FORMERR, NXDOMAIN).", []string{"result"}, nil)
+	descQryErr   = prometheus.NewDesc("bind_query_errors_total", "Number of query failures, by error (nsstats QryDropped, QryFailure).", []string{"error"}, nil)
+	descSerial   = prometheus.NewDesc("bind_zone_serial", "SOA serial of each zone named serves (type: primary, secondary, ...).", []string{"view", "zone_name", "type"}, nil)
+	descXfrOut   = prometheus.NewDesc("bind_transfers_out_total", "Zone transfers served to secondaries (nsstats XfrReqDone).", nil, nil)
+	descNotifyIn = prometheus.NewDesc("bind_notify_in_total", "NOTIFY messages received (opcode NOTIFY).", nil, nil)
+	descUpdates  = prometheus.NewDesc("bind_updates_total", "Dynamic updates by outcome (nsstats UpdateDone, UpdateRej, UpdateFail...).", []string{"result"}, nil)
+
+	// Resolver statistics, per view, as bind_exporter names them.
+	descResQueries  = prometheus.NewDesc("bind_resolver_queries_total", "Number of outgoing DNS queries, by query type.", []string{"view", "type"}, nil)
+	descResCache    = prometheus.NewDesc("bind_resolver_cache_rrsets", "Number of RRsets in the cache database, by type.", []string{"view", "type"}, nil)
+	descResQryErr   = prometheus.NewDesc("bind_resolver_query_errors_total", "Number of resolver queries failed, by error (QueryAbort, QuerySockFail, QueryTimeout).", []string{"view", "error"}, nil)
+	descResRespErr  = prometheus.NewDesc("bind_resolver_response_errors_total", "Number of resolver response errors received, by error (NXDOMAIN, SERVFAIL, FORMERR, OtherError, REFUSED).", []string{"view", "error"}, nil)
+	descResValOK    = prometheus.NewDesc("bind_resolver_dnssec_validation_success_total", "Number of DNSSEC validation attempts succeeded, by result (ValOk, ValNegOk).", []string{"view", "result"}, nil)
+	descResDuration = prometheus.NewDesc("bind_resolver_query_duration_seconds", "Resolver query round-trip time in seconds.", []string{"view"}, nil)
+	descCacheHits   = prometheus.NewDesc("bind_resolver_cache_hits_total", "Cache lookups that found data (cachestats CacheHits).", []string{"view"}, nil)
+	descCacheMisses = prometheus.NewDesc("bind_resolver_cache_misses_total", "Cache lookups that found none (cachestats CacheMisses).", []string{"view"}, nil)
+
+	// nsstats and zonestats counters each with a series of its own.
+	serverCounters = []namedCounter{
+		{"nsstats", "QryDuplicate", prometheus.NewDesc("bind_query_duplicates_total", "Number of duplicated queries received.", nil, nil), prometheus.CounterValue},
+		{"nsstats", "QryRecursion", prometheus.NewDesc("bind_query_recursions_total", "Number of queries causing recursion.", nil, nil), prometheus.CounterValue},
+		{"nsstats", "XfrRej", prometheus.NewDesc("bind_zone_transfer_rejected_total", "Number of rejected zone transfers.", nil, nil), prometheus.CounterValue},
+		{"nsstats", "RecursClients", prometheus.NewDesc("bind_recursive_clients", "Number of current recursive clients.", nil, nil), prometheus.GaugeValue},
+		{"nsstats", "RPZRewrites", prometheus.NewDesc("bind_response_policy_zone_rewrites_total", "Number of response policy zone rewrites.", nil, nil), prometheus.CounterValue},
+		{"zonestats", "XfrSuccess", prometheus.NewDesc("bind_zone_transfer_success_total", "Number of successful zone transfers (this server as a secondary).", nil, nil), prometheus.CounterValue},
+		{"zonestats", "XfrFail", prometheus.NewDesc("bind_zone_transfer_failure_total", "Number of failed zone transfers (this server as a secondary).", nil, nil), prometheus.CounterValue},
+	}
+	// resolver stats counters each with a series of its own, per view.
+	resolverCounters = []namedCounter{
+		{"resolver", "Lame", prometheus.NewDesc("bind_resolver_response_lame_total", "Number of lame delegation responses received.", []string{"view"}, nil), prometheus.CounterValue},
+		{"resolver", "EDNS0Fail", prometheus.NewDesc("bind_resolver_query_edns0_errors_total", "Number of EDNS(0) query errors.", []string{"view"}, nil), prometheus.CounterValue},
+		{"resolver", "Mismatch", prometheus.NewDesc("bind_resolver_response_mismatch_total", "Number of mismatch responses received.", []string{"view"}, nil), prometheus.CounterValue},
+		{"resolver", "Retry", prometheus.NewDesc("bind_resolver_query_retries_total", "Number of resolver query retries.", []string{"view"}, nil), prometheus.CounterValue},
+		{"resolver", "Truncated", prometheus.NewDesc("bind_resolver_response_truncated_total", "Number of truncated responses received.", []string{"view"}, nil), prometheus.CounterValue},
+		{"resolver", "ValFail", prometheus.NewDesc("bind_resolver_dnssec_validation_errors_total", "Number of DNSSEC validation attempt errors.", []string{"view"}, nil), prometheus.CounterValue},
+	}
+	// Counters that share one series, the counter's category as a label.
+	responseResults  = []string{"QrySuccess", "QryReferral", "QryNxrrset", "QrySERVFAIL", "QryFORMERR", "QryNXDOMAIN"}
+	queryErrors      = []string{"QryDropped", "QryFailure"}
+	resolverQryErrs  = []string{"QueryAbort", "QuerySockFail", "QueryTimeout"}
+	resolverRespErrs = []string{"NXDOMAIN", "SERVFAIL", "FORMERR", "OtherError", "REFUSED"}
+	resolverValOK    = []string{"ValOk", "ValNegOk"}
+	updateCounters   = map[string]string{"UpdateDone": "done", "UpdateRej": "rejected", "UpdateFail": "failed", "UpdateBadPrereq": "bad_prereq", "UpdateReqFwd": "forwarded"}
+
+	// rttBuckets are named's resolver round-trip counters, QryRTT<ms>,
+	// and the upper bound each counts to, in seconds; QryRTT1600+ is the
+	// rest.
+	rttBuckets = []struct {
+		counter string
+		le      float64
+	}{{"QryRTT10", 0.01}, {"QryRTT100", 0.1}, {"QryRTT500", 0.5}, {"QryRTT800", 0.8}, {"QryRTT1600", 1.6}}
+
 	errTooLarge     = errors.New("statistics larger than the limit")
 	errNotStatistic = errors.New("not a BIND JSON statistics document")
 )
+
+// namedCounter is one named statistics counter exported as a series of
+// its own.
+type namedCounter struct {
+	group, name string
+	desc        *prometheus.Desc
+	kind        prometheus.ValueType
+}
+
+// allDescs are every descriptor the collector may send.
+func allDescs() []*prometheus.Desc {
+	d := []*prometheus.Desc{descUp, descScrape, descBoot, descConfig, descQueries, descOpcodes, descRcodes, descResults, descQryErr, descSerial,
+		descXfrOut, descNotifyIn, descUpdates, descResQueries, descResCache, descResQryErr, descResRespErr, descResValOK, descResDuration, descCacheHits, descCacheMisses}
+	for _, c := range append(slices.Clone(serverCounters), resolverCounters...) {
+		d = append(d, c.desc)
+	}
+	return d
+}
 
 // New returns a collector for opts.URL.
 func New(opts Options) *Collector {
@@ -95,7 +161,7 @@ func New(opts Options) *Collector {
 
 // Describe sends the fixed descriptors.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range allDescs {
+	for _, d := range allDescs() {
 		ch <- d
 	}
 }
@@ -146,6 +212,15 @@ type Stats struct {
 	QTypes, NSStats      map[string]float64
 	ZoneStats            map[string]float64
 	Zones                []Zone
+	// Resolvers are the views' resolver statistics, by view, for the
+	// views that have any (named keeps them for every view; an
+	// authoritative-only view's stay at zero).
+	Resolvers map[string]Resolver
+}
+
+// Resolver is one view's resolver statistics.
+type Resolver struct {
+	Stats, QTypes, Cache, CacheStats map[string]float64
 }
 
 // Zone is one zone from a view's zone list.
@@ -197,10 +272,22 @@ func Parse(body []byte) (*Stats, error) {
 			continue
 		}
 		var view struct {
-			Zones []json.RawMessage `json:"zones"`
+			Zones    []json.RawMessage `json:"zones"`
+			Resolver struct {
+				Stats      json.RawMessage `json:"stats"`
+				QTypes     json.RawMessage `json:"qtypes"`
+				Cache      json.RawMessage `json:"cache"`
+				CacheStats json.RawMessage `json:"cachestats"`
+			} `json:"resolver"`
 		}
 		if json.Unmarshal(r.Views[v], &view) != nil {
 			continue
+		}
+		if res := view.Resolver; len(s.Resolvers) < maxViews && (res.Stats != nil || res.QTypes != nil || res.Cache != nil || res.CacheStats != nil) {
+			if s.Resolvers == nil {
+				s.Resolvers = map[string]Resolver{}
+			}
+			s.Resolvers[v] = Resolver{Stats: counters(res.Stats), QTypes: counters(res.QTypes), Cache: counters(res.Cache), CacheStats: counters(res.CacheStats)}
 		}
 		for _, zr := range view.Zones {
 			if len(s.Zones) >= MaxZones {
@@ -232,22 +319,29 @@ func (s *Stats) emit(ch chan<- prometheus.Metric) {
 	if !s.ConfigTime.IsZero() {
 		ch <- prometheus.MustNewConstMetric(descConfig, prometheus.GaugeValue, float64(s.ConfigTime.Unix()))
 	}
-	each := func(m map[string]float64, d *prometheus.Desc) {
+	each := func(m map[string]float64, d *prometheus.Desc, labels ...string) {
 		for k, v := range m {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, k)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append(slices.Clone(labels), k)...)
+		}
+	}
+	// named lists a counter only once it is non-zero: a category that is
+	// absent is exported as 0, so that a rate over it exists from the
+	// start and an alert on it can fire on its first increase.
+	categories := func(m map[string]float64, names []string, d *prometheus.Desc, trim string, labels ...string) {
+		for _, n := range names {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, m[n], append(slices.Clone(labels), strings.TrimPrefix(n, trim))...)
 		}
 	}
 	each(s.QTypes, descQueries)
 	each(s.Rcodes, descRcodes)
 	each(s.Opcodes, descOpcodes)
-	each(s.NSStats, descNS)
-	each(s.ZoneStats, descZoneMaint)
-	// Transfers and updates under their own names: the counters exist
-	// only once non-zero, so absent means 0.
+	categories(s.NSStats, responseResults, descResults, "Qry")
+	categories(s.NSStats, queryErrors, descQryErr, "Qry")
+	groups := map[string]map[string]float64{"nsstats": s.NSStats, "zonestats": s.ZoneStats}
+	for _, c := range serverCounters {
+		ch <- prometheus.MustNewConstMetric(c.desc, c.kind, groups[c.group][c.name])
+	}
 	ch <- prometheus.MustNewConstMetric(descXfrOut, prometheus.CounterValue, s.NSStats["XfrReqDone"])
-	ch <- prometheus.MustNewConstMetric(descXfrRej, prometheus.CounterValue, s.NSStats["XfrRej"])
-	ch <- prometheus.MustNewConstMetric(descXfrInOK, prometheus.CounterValue, s.ZoneStats["XfrSuccess"])
-	ch <- prometheus.MustNewConstMetric(descXfrInFail, prometheus.CounterValue, s.ZoneStats["XfrFail"])
 	ch <- prometheus.MustNewConstMetric(descNotifyIn, prometheus.CounterValue, s.Opcodes["NOTIFY"])
 	for name, label := range updateCounters {
 		ch <- prometheus.MustNewConstMetric(descUpdates, prometheus.CounterValue, s.NSStats[name], label)
@@ -255,6 +349,35 @@ func (s *Stats) emit(ch chan<- prometheus.Metric) {
 	for _, z := range s.Zones {
 		ch <- prometheus.MustNewConstMetric(descSerial, prometheus.GaugeValue, z.Serial, z.View, z.Name, z.Type)
 	}
+	for view, r := range s.Resolvers {
+		each(r.QTypes, descResQueries, view)
+		for k, v := range r.Cache {
+			ch <- prometheus.MustNewConstMetric(descResCache, prometheus.GaugeValue, v, view, k)
+		}
+		categories(r.Stats, resolverQryErrs, descResQryErr, "", view)
+		categories(r.Stats, resolverRespErrs, descResRespErr, "", view)
+		categories(r.Stats, resolverValOK, descResValOK, "", view)
+		for _, c := range resolverCounters {
+			ch <- prometheus.MustNewConstMetric(c.desc, c.kind, r.Stats[c.name], view)
+		}
+		ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, r.CacheStats["CacheHits"], view)
+		ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, r.CacheStats["CacheMisses"], view)
+		ch <- rttHistogram(r.Stats, view)
+	}
+}
+
+// rttHistogram is a view's resolver round-trip times as a histogram: named
+// counts each query once, in the first QryRTT bucket its time falls in,
+// so the cumulative counts are running sums.
+func rttHistogram(stats map[string]float64, view string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(rttBuckets))
+	var total uint64
+	for _, b := range rttBuckets {
+		total += uint64(stats[b.counter])
+		buckets[b.le] = total
+	}
+	total += uint64(stats["QryRTT1600+"])
+	return prometheus.MustNewConstHistogram(descResDuration, total, math.NaN(), buckets, view)
 }
 
 // counters reads a flat {"name": number} object, skipping entries whose

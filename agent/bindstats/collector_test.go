@@ -52,14 +52,84 @@ func TestCollector(t *testing.T) {
 	for k, v := range map[string]float64{
 		"bind_up":                  1,
 		"bind_transfers_out_total": 1,
-		`bind_zone_serial{type="primary",view="_default",zone="a.test"}`: 5,
-		`bind_incoming_queries_total{type="SOA"}`:                        3,
-		`bind_responses_total{rcode="NXDOMAIN"}`:                         1,
+		`bind_zone_serial{type="primary",view="_default",zone_name="a.test"}`:    5,
+		`bind_incoming_queries_total{type="SOA"}`:                                3,
+		`bind_response_rcodes_total{rcode="NXDOMAIN"}`:                           1,
+		`bind_responses_total{result="NXDOMAIN"}`:                                1,
+		`bind_responses_total{result="SERVFAIL"}`:                                0, // absent in named's output: 0, not missing
+		`bind_zone_transfer_failure_total`:                                       0,
+		`bind_resolver_query_retries_total{view="_default"}`:                     4,
+		`bind_resolver_query_errors_total{error="QueryTimeout",view="_default"}`: 4,
+		`bind_resolver_cache_misses_total{view="_default"}`:                      26,
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
+}
+
+// The series bind_exporter (prometheus-community) exports for what the
+// agent exports too, with its labels (docs/monitoring.md): its dashboards
+// and alerts read these. bind_zone_serial carries one label more, type,
+// which leaves every bind_exporter query matching.
+func TestBindExporterSeries(t *testing.T) {
+	want := map[string][]string{
+		"bind_up": nil, "bind_boot_time_seconds": nil, "bind_config_time_seconds": nil,
+		"bind_incoming_queries_total": {"type"}, "bind_incoming_requests_total": {"opcode"},
+		"bind_responses_total": {"result"}, "bind_response_rcodes_total": {"rcode"}, "bind_query_errors_total": {"error"},
+		"bind_query_duplicates_total": nil, "bind_query_recursions_total": nil, "bind_recursive_clients": nil,
+		"bind_response_policy_zone_rewrites_total": nil,
+		"bind_zone_transfer_rejected_total":        nil, "bind_zone_transfer_success_total": nil, "bind_zone_transfer_failure_total": nil,
+		"bind_zone_serial":            {"view", "zone_name", "type"},
+		"bind_resolver_queries_total": {"view", "type"}, "bind_resolver_cache_rrsets": {"view", "type"},
+		"bind_resolver_query_errors_total": {"view", "error"}, "bind_resolver_response_errors_total": {"view", "error"},
+		"bind_resolver_dnssec_validation_success_total": {"view", "result"}, "bind_resolver_dnssec_validation_errors_total": {"view"},
+		"bind_resolver_response_lame_total": {"view"}, "bind_resolver_query_edns0_errors_total": {"view"},
+		"bind_resolver_response_mismatch_total": {"view"}, "bind_resolver_query_retries_total": {"view"},
+		"bind_resolver_response_truncated_total": {"view"}, "bind_resolver_query_duration_seconds": {"view"},
+	}
+	got := map[string][]string{}
+	for _, d := range allDescs() {
+		// Desc has no accessors; its String is stable: fqName: "x", ... variableLabels: {a,b}
+		str := d.String()
+		name := between(str, `fqName: "`, `"`)
+		if labels := between(str, "variableLabels: {", "}"); labels != "" {
+			got[name] = strings.Split(labels, ",")
+		} else {
+			got[name] = nil
+		}
+	}
+	for name, labels := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("%s is not exported", name)
+			continue
+		}
+		if strings.Join(g, ",") != strings.Join(labels, ",") {
+			t.Errorf("%s has labels %v, bind_exporter's are %v", name, g, labels)
+		}
+	}
+	// No series names other series in a label.
+	for name, labels := range got {
+		for _, l := range labels {
+			if l == "counter" || l == "name" || l == "metric" {
+				t.Errorf("%s carries counter names in label %q: give each counter a series of its own", name, l)
+			}
+		}
+	}
+}
+
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(from):]
+	j := strings.Index(s, to)
+	if j < 0 {
+		return ""
+	}
+	return s[:j]
 }
 
 // gather returns every sample as name{label="value",...} → value, labels
@@ -166,4 +236,30 @@ func FuzzParse(f *testing.F) {
 			_ = m.Desc()
 		}
 	})
+}
+
+// A resolver view's round-trip counters become a cumulative histogram.
+func TestResolverRTTHistogram(t *testing.T) {
+	body := `{"json-stats-version":"1","views":{"inside":{"zones":[],"resolver":{"stats":{"QryRTT10":2,"QryRTT100":3,"QryRTT1600+":1}}}}}`
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(New(Options{URL: serve(t, body, 200)}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "bind_resolver_query_duration_seconds" {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		got := map[float64]uint64{}
+		for _, b := range h.GetBucket() {
+			got[b.GetUpperBound()] = b.GetCumulativeCount()
+		}
+		if h.GetSampleCount() != 6 || got[0.01] != 2 || got[0.1] != 5 || got[1.6] != 5 {
+			t.Fatalf("histogram count %d, buckets %v", h.GetSampleCount(), got)
+		}
+		return
+	}
+	t.Fatal("no bind_resolver_query_duration_seconds")
 }

@@ -58,14 +58,15 @@ func TestMetrics(t *testing.T) {
 	got := e.scrape(t)
 	checks := map[string]func(float64) bool{
 		`bind_up`: func(v float64) bool { return v == 1 },
-		`bind_incoming_queries_total{type="SOA"}`:                              func(v float64) bool { return v >= n },
-		`bind_incoming_queries_total{type="AAAA"}`:                             func(v float64) bool { return v >= 1 },
-		`bind_responses_total{rcode="NOERROR"}`:                                func(v float64) bool { return v >= n+1 },
-		`bind_zone_serial{type="primary",view="_default",zone="metrics.test"}`: func(v float64) bool { return v == 1 },
-		`bind_transfers_out_total`:                                             func(v float64) bool { return v == 0 },
-		`bind_agent_requests_total{code="200",endpoint="ensure"}`:              func(v float64) bool { return v == 1 },
-		`bind_agent_zone_operations_total{action="added"}`:                     func(v float64) bool { return v == 1 },
-		`bind_agent_expected_zones`:                                            func(v float64) bool { return v == 1 },
+		`bind_incoming_queries_total{type="SOA"}`:                                   func(v float64) bool { return v >= n },
+		`bind_incoming_queries_total{type="AAAA"}`:                                  func(v float64) bool { return v >= 1 },
+		`bind_response_rcodes_total{rcode="NOERROR"}`:                               func(v float64) bool { return v >= n+1 },
+		`bind_responses_total{result="Success"}`:                                    func(v float64) bool { return v >= n },
+		`bind_zone_serial{type="primary",view="_default",zone_name="metrics.test"}`: func(v float64) bool { return v == 1 },
+		`bind_transfers_out_total`:                                                  func(v float64) bool { return v == 0 },
+		`bind_agent_requests_total{code="200",endpoint="ensure"}`:                   func(v float64) bool { return v == 1 },
+		`bind_agent_zone_operations_total{action="added"}`:                          func(v float64) bool { return v == 1 },
+		`bind_agent_expected_zones`:                                                 func(v float64) bool { return v == 1 },
 	}
 	for k, ok := range checks {
 		v, present := got[k]
