@@ -33,6 +33,7 @@ func (f *Flags) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Namespace, "webhook-cert-namespace", "", "namespace of the certificate Secret and webhook Service (self-managed); defaults to $POD_NAMESPACE")
 	fs.StringVar(&o.SecretName, "webhook-cert-secret", "webhook-server-cert", "Secret that stores the CA and serving certificate (self-managed)")
 	fs.StringVar(&o.ServiceName, "webhook-service-name", "bind-operator-webhook-service", "webhook Service the certificate is issued for (self-managed)")
+	fs.StringVar(&o.MetricsServiceName, "metrics-service-name", "bind-operator-controller-manager-metrics-service", "metrics Service whose names the serving certificate also carries, so that Prometheus can verify the metrics endpoint against ca.crt (self-managed; \"\": none)")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", DefaultClusterDomain, "cluster DNS domain of <svc>.<ns>.svc.<domain> names: the webhook certificate's (self-managed) and the SOA MNAME of BindZones that name none")
 	fs.Func("webhook-mutating-configurations", "comma-separated MutatingWebhookConfigurations to inject the CA into (self-managed; default bind-operator-mutating-webhook-configuration)",
 		func(s string) error { o.MutatingWebhookConfigurations = splitList(s); return nil })

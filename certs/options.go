@@ -30,8 +30,12 @@ type Options struct {
 	SecretName string
 	// ServiceName is the webhook Service; the certificate is issued for
 	// <svc>.<ns>.svc and <svc>.<ns>.svc.<ClusterDomain>.
-	ServiceName   string
-	ClusterDomain string
+	ServiceName string
+	// MetricsServiceName is the metrics Service, whose names the
+	// certificate carries too: the metrics server serves the same one, so
+	// that Prometheus verifies it against ca.crt. Empty: none.
+	MetricsServiceName string
+	ClusterDomain      string
 	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations are
 	// the configurations whose clientConfig.caBundle the Manager keeps set.
 	MutatingWebhookConfigurations   []string
@@ -104,10 +108,18 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// DNSNames are the names the API server may dial the webhook Service by.
+// DNSNames are the names the API server may dial the webhook Service by,
+// then those Prometheus verifies the metrics Service by.
 func (o Options) DNSNames() []string {
-	base := o.ServiceName + "." + o.Namespace + ".svc"
-	return []string{base, base + "." + o.ClusterDomain}
+	var names []string
+	for _, svc := range []string{o.ServiceName, o.MetricsServiceName} {
+		if svc == "" {
+			continue
+		}
+		base := svc + "." + o.Namespace + ".svc"
+		names = append(names, base, base+"."+o.ClusterDomain)
+	}
+	return names
 }
 
 func (o Options) policy() policy {

@@ -235,6 +235,12 @@ func runManager(args []string) error {
 	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts}
 	if o.secureMetrics {
 		metrics.FilterProvider = metricsauth.Filter
+		// The webhooks' certificate, which also names the metrics Service
+		// (self-managed: --metrics-service-name; cert-manager: the
+		// Certificate's dnsNames): Prometheus verifies it against the
+		// Secret's ca.crt instead of skipping verification. certwatcher
+		// reloads it when it is renewed.
+		metrics.CertDir = o.certs.Options.CertDir
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io/fs"
 	"net"
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/test/localcluster"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -492,10 +494,10 @@ func managerMetrics(ctx context.Context, t *testing.T, token string) map[string]
 	t.Helper()
 	pods, err := env.OperatorPods(ctx)
 	testkit.Must(t, err)
-	// The metrics server's certificate is self-signed by the manager
-	// (no cert-dir for it in the overlays), so it is not verified; the
-	// address is checked to be the test network's instead.
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+	// The metrics server serves the webhooks' certificate, which names the
+	// metrics Service: it is verified against the Secret's ca.crt by that
+	// name, as the shipped ServiceMonitor has Prometheus do.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: operatorMetricsTLS(ctx, t)}}
 	defer hc.CloseIdleConnections()
 	out := map[string]map[string]*dto.MetricFamily{}
 	for _, p := range pods {
@@ -576,4 +578,18 @@ func leaderTimes(ctx context.Context, t *testing.T, after, before map[string]api
 	t.Helper()
 	leader := leaderPod(ctx, t).Name
 	return after[leader].minus(before[leader])
+}
+
+// operatorMetricsTLS trusts the CA in the operator's certificate Secret
+// and expects the metrics Service's name, as the ServiceMonitor's
+// tlsConfig does.
+func operatorMetricsTLS(ctx context.Context, t *testing.T) *tls.Config {
+	t.Helper()
+	var secret corev1.Secret
+	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: OperatorNamespace, Name: "webhook-server-cert"}, &secret))
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+		t.Fatalf("Secret %s/webhook-server-cert has no CA certificate in ca.crt", OperatorNamespace)
+	}
+	return &tls.Config{RootCAs: pool, ServerName: "bind-operator-controller-manager-metrics-service." + OperatorNamespace + ".svc", MinVersion: tls.VersionTLS12}
 }
