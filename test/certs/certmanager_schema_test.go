@@ -129,13 +129,18 @@ func renderCertManager(t *testing.T) certManagerObjects {
 	if svc == nil {
 		t.Fatal("config/webhook has no webhook-service")
 	}
-	svcName, svcNS := def.NamePrefix+svc.GetName(), def.Namespace
+	metrics := find(objectsOf(t, configDir("manager")), "Service", "controller-manager-metrics-service")
+	if metrics == nil {
+		t.Fatal("config/manager has no controller-manager-metrics-service")
+	}
 	for _, c := range objs.certificates {
 		if objs.issuer(c.Spec.IssuerRef.Name) == nil {
 			t.Fatalf("Certificate %s references Issuer %q, which config/certmanager does not define", c.Name, c.Spec.IssuerRef.Name)
 		}
 		c.Spec.IssuerRef.Name = def.NamePrefix + c.Spec.IssuerRef.Name
-		applyServiceReplacements(t, def.Replacements, c.Name, c.Spec.DNSNames, svc.GetName(), svcName, svcNS)
+		for _, s := range []string{svc.GetName(), metrics.GetName()} {
+			applyServiceReplacements(t, def.Replacements, c.Name, c.Spec.DNSNames, s, def.NamePrefix+s, def.Namespace)
+		}
 	}
 	for _, o := range objs.all() {
 		o.SetName(def.NamePrefix + o.GetName())
@@ -163,7 +168,8 @@ func TestCertManagerObjectsMatchCertManagerSchemas(t *testing.T) {
 
 	var serving cmv1.Certificate
 	testkit.Must(t, k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bind-operator-serving-cert"}, &serving))
-	want := []string{"bind-operator-webhook-service.bind-operator-system.svc", "bind-operator-webhook-service.bind-operator-system.svc.cluster.local"}
+	want := []string{"bind-operator-webhook-service.bind-operator-system.svc", "bind-operator-webhook-service.bind-operator-system.svc.cluster.local",
+		"bind-operator-controller-manager-metrics-service.bind-operator-system.svc", "bind-operator-controller-manager-metrics-service.bind-operator-system.svc.cluster.local"}
 	if !slices.Equal(serving.Spec.DNSNames, want) {
 		t.Errorf("serving Certificate dnsNames %v, want %v", serving.Spec.DNSNames, want)
 	}
