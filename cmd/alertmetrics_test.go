@@ -1,0 +1,93 @@
+package main
+
+import (
+	"crypto/x509/pkix"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/certs"
+	"git.unkin.net/unkin/bind-operator/internal/version"
+	"git.unkin.net/unkin/bind-operator/pki"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
+)
+
+// TestAlertsReadOperatorMetrics (issue 45 item 4): every operator metric
+// the shipped alerts read (config/monitoring/prometheusrule.yaml) is one
+// the manager exports: controller-runtime's (its registry, with a named
+// work queue and an instrumented webhook as a running manager has them)
+// and the operator's own, registered as runManager registers them. An
+// upgrade of controller-runtime that renames a metric, or a metric of ours
+// removed, fails here; test/agent checks the agents' metrics the same way.
+func TestAlertsReadOperatorMetrics(t *testing.T) {
+	g := NewWithT(t)
+
+	// A controller's work queue, one item through it.
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "alertmetricstest"})
+	defer q.ShutDown()
+	q.Add("x")
+	item, _ := q.Get()
+	q.Done(item)
+
+	// A webhook, one request through it.
+	srv := webhook.NewServer(webhook.Options{})
+	srv.Register("/alertmetricstest", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	srv.WebhookMux().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/alertmetricstest", nil))
+
+	// The operator's own, on a registry of their own (runManager puts
+	// them on controller-runtime's, where other tests may have put them).
+	scheme := runtime.NewScheme()
+	g.Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
+	cluster := &bindv1alpha1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "dns"}}
+	cluster.Status.Conditions = []metav1.Condition{{Type: bindv1alpha1.ConditionConfigValid, Status: metav1.ConditionTrue, Reason: bindv1alpha1.ReasonConfigValid, LastTransitionTime: metav1.Now()}}
+	certDir := t.TempDir()
+	ca, err := pki.NewCA(pkix.Name{CommonName: "test"}, time.Now(), time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(filepath.Join(certDir, certs.KeyTLSCert), pki.EncodeCerts(ca.Cert), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(certDir, certs.KeyCACert), pki.EncodeCerts(ca.Cert), 0o600)).To(Succeed())
+	own := prometheus.NewRegistry()
+	g.Expect(version.Register(own)).To(Succeed())
+	g.Expect(registerAlertMetrics(own, fake.NewClientBuilder().WithScheme(scheme).WithObjects(cluster).Build(), certDir)).To(Succeed())
+
+	families := map[string]bool{}
+	gathered, err := prometheus.Gatherers{crmetrics.Registry, own}.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range gathered {
+		families[f.GetName()] = true
+		if f.GetType() == dto.MetricType_HISTOGRAM || f.GetType() == dto.MetricType_SUMMARY {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				families[f.GetName()+s] = true
+			}
+		}
+	}
+
+	read := map[string]bool{}
+	for _, r := range testkit.AlertRules(t) {
+		for _, n := range testkit.MetricNames(r.Expr) {
+			if !testkit.OperatorMetric(n) {
+				continue
+			}
+			read[n] = true
+			g.Expect(families).To(HaveKey(n), "alert %s reads %s, which the manager does not export", r.Alert, n)
+		}
+	}
+	g.Expect(read).To(HaveKey(certs.ExpiryMetric))
+	t.Logf("the alerts' %d operator metrics are all exported: %v", len(read), slices.Sorted(maps.Keys(read)))
+}
