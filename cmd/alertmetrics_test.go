@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/x509/pkix"
 	"maps"
 	"net/http"
@@ -14,11 +15,17 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -30,21 +37,37 @@ import (
 
 // TestAlertsReadOperatorMetrics (issue 45 item 4): every operator metric
 // the shipped alerts read (config/monitoring/prometheusrule.yaml) is one
-// the manager exports: controller-runtime's (its registry, with a named
-// work queue and an instrumented webhook as a running manager has them)
+// the manager exports: controller-runtime's (its registry, with a running
+// controller and an instrumented webhook as the leader has them)
 // and the operator's own, registered as runManager registers them. An
 // upgrade of controller-runtime that renames a metric, or a metric of ours
 // removed, fails here; test/agent checks the agents' metrics the same way.
 func TestAlertsReadOperatorMetrics(t *testing.T) {
 	g := NewWithT(t)
 
-	// A controller's work queue, one item through it.
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "alertmetricstest"})
-	defer q.ShutDown()
-	q.Add("x")
-	item, _ := q.Get()
-	q.Done(item)
+	// A controller as the manager's leader runs them (the default queue,
+	// controller-runtime's priority queue), one object through it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reconciled := make(chan struct{}, 1)
+	c, err := controller.NewUnmanaged("alertmetricstest", controller.Options{
+		SkipNameValidation: ptr.To(true),
+		Reconciler: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			select {
+			case reconciled <- struct{}{}:
+			default:
+			}
+			return reconcile.Result{}, nil
+		}),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	events := make(chan event.GenericEvent, 1)
+	g.Expect(c.Watch(source.Channel(events, &handler.EnqueueRequestForObject{}))).To(Succeed())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = c.Start(ctx) }()
+	defer func() { cancel(); <-stopped }()
+	events <- event.GenericEvent{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x"}}}
+	g.Eventually(reconciled, 10*time.Second).Should(Receive())
 
 	// A webhook, one request through it.
 	srv := webhook.NewServer(webhook.Options{})
