@@ -291,6 +291,9 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := registerAlertMetrics(crmetrics.Registry, mgr.GetCache(), o.certs.Options.CertDir); err != nil {
+		return err
+	}
 	if err := setupControllers(mgr, o, rechecks); err != nil {
 		return err
 	}
@@ -332,6 +335,21 @@ func newRechecks(opts webhooks.Options, reg prometheus.Registerer, reader client
 		return nil, fmt.Errorf("registering %s: %w", controllers.InvalidObjectsMetric, err)
 	}
 	return rechecks, nil
+}
+
+// registerAlertMetrics exports on reg what the shipped alerts read besides
+// controller-runtime's own metrics (config/monitoring/prometheusrule.yaml):
+// bind_operator_conditions, counted from reader, and
+// bind_operator_certificate_expiry_timestamp_seconds, read from the
+// webhook server's certDir.
+func registerAlertMetrics(reg prometheus.Registerer, reader client.Reader, certDir string) error {
+	if err := reg.Register(controllers.ConditionsCollector(reader)); err != nil {
+		return fmt.Errorf("registering %s: %w", controllers.ConditionsMetric, err)
+	}
+	if err := reg.Register(certs.ExpiryCollector(certDir)); err != nil {
+		return fmt.Errorf("registering %s: %w", certs.ExpiryMetric, err)
+	}
+	return nil
 }
 
 func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *controllers.Rechecks) error {

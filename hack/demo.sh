@@ -12,7 +12,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 hack/install-deps.sh
 hack/build-k8s-binaries.sh bin/k8s
-hack/build-tools.sh bin/tools
+# The demo needs the registry and helm, not promtool (make test's).
+hack/build-tools.sh bin/tools registry helm
 export VERSION=${VERSION:-$(hack/version.sh)}
 # Built, then exec'd: `go run` exits 1 when interrupted whatever the
 # program returns, and Ctrl-C is how the demo ends.

@@ -6,6 +6,7 @@
 #   config/rbac/role.yaml          -> files/role.yaml    (controller-gen)
 #   config/webhook/manifests.yaml  -> files/webhooks.yaml (controller-gen)
 #   config/monitoring/dashboard.json -> files/dashboard.json
+#   config/monitoring/prometheusrule.yaml -> files/prometheusrule.yaml
 #   LICENSE                        -> LICENSE
 #
 # The templates read files/ with .Files.Get and fromYaml; Helm installs
@@ -27,4 +28,5 @@ cp config/crd/bases/*.yaml "$chart/crds/"
 cp config/rbac/role.yaml "$chart/files/role.yaml"
 cp config/webhook/manifests.yaml "$chart/files/webhooks.yaml"
 cp config/monitoring/dashboard.json "$chart/files/dashboard.json"
+cp config/monitoring/prometheusrule.yaml "$chart/files/prometheusrule.yaml"
 cp LICENSE "$chart/LICENSE"

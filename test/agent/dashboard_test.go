@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"git.unkin.net/unkin/bind-operator/test/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
 // dashboardExprs returns every PromQL expression of the shipped Grafana
@@ -60,34 +60,11 @@ func dashboardExprs(t *testing.T) []string {
 	return out
 }
 
-var (
-	promStrings   = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-	promMatchers  = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`)
-	promGrouping  = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
-	promIdent     = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*(\s*\()?`)
-	promOperators = []string{"and", "or", "unless", "bool", "offset"}
-)
-
-// metricNames are the metric names an expression reads: identifiers that
-// are neither functions nor aggregations (followed by "("), nor label
-// names (in matchers or by/without), nor operators.
-func metricNames(expr string) []string {
-	e := promStrings.ReplaceAllString(expr, `""`)
-	e = promMatchers.ReplaceAllString(e, " ")
-	e = promGrouping.ReplaceAllString(e, " ")
-	var out []string
-	for _, m := range promIdent.FindAllStringSubmatch(e, -1) {
-		if m[1] != "" || slices.Contains(promOperators, m[0]) {
-			continue
-		}
-		out = append(out, m[0])
-	}
-	return out
-}
-
 // TestDashboardQueriesExportedMetrics (issue 14 item 4): every metric the
 // shipped dashboard queries is one a real agent exports, by the families a
-// scrape announces (a histogram's _bucket, _sum and _count included).
+// scrape announces (a histogram's _bucket, _sum and _count included); and
+// so is every agent metric the shipped alerts read (issue 45 item 4;
+// config/monitoring/prometheusrule.yaml; cmd checks the operator's).
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	g := NewWithT(t)
 	e := startEnv(t, bindtest.Options{})
@@ -121,7 +98,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	}
 	used := map[string]bool{}
 	for _, expr := range dashboardExprs(t) {
-		names := metricNames(expr)
+		names := testkit.MetricNames(expr)
 		g.Expect(names).NotTo(BeEmpty(), "expression %q reads no metric", expr)
 		for _, n := range names {
 			used[n] = true
@@ -130,6 +107,21 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	}
 	g.Expect(len(used)).To(BeNumerically(">=", 10), "the dashboard covers the agent's metrics: %v", used)
 	t.Logf("the dashboard's %d metrics are all exported: %v", len(used), slices.Sorted(maps.Keys(used)))
+
+	alerting := map[string]bool{}
+	for _, r := range testkit.AlertRules(t) {
+		names := testkit.MetricNames(r.Expr)
+		g.Expect(names).NotTo(BeEmpty(), "alert %s reads no metric", r.Alert)
+		for _, n := range names {
+			if testkit.OperatorMetric(n) {
+				continue
+			}
+			alerting[n] = true
+			g.Expect(families).To(HaveKey(n), "alert %s reads %s, which no agent exports", r.Alert, n)
+		}
+	}
+	g.Expect(alerting).NotTo(BeEmpty(), "the alerts read agent metrics")
+	t.Logf("the alerts' %d agent metrics are all exported: %v", len(alerting), slices.Sorted(maps.Keys(alerting)))
 }
 
 // The expression reader finds metric names and nothing else.
@@ -139,7 +131,9 @@ func TestMetricNames(t *testing.T) {
 		`histogram_quantile(0.99, sum by (le, endpoint) (rate(x_bucket[5m])))`:                {"x_bucket"},
 		`min(bind_up{namespace=~"$namespace"}) or on (pod) vector(0) and other_metric`:        {"bind_up", "other_metric"},
 		`bind_zone_serial`: {"bind_zone_serial"},
+		`max by (namespace, zone) (label_replace(bind_zone_serial{type="primary"} offset 5m, "c", "$1", "pod", "(.+)-[0-9]+")) < on (zone) group_left () y`:    {"bind_zone_serial", "y"},
+		`min by (pod) (expiry_seconds) - time() < 21 * 24 * 3600 and absent(a and on (job, instance) b) or histogram_quantile(0.99, rate(c_bucket[5m])) > 1e3`: {"expiry_seconds", "a", "b", "c_bucket"},
 	} {
-		NewWithT(t).Expect(metricNames(expr)).To(Equal(want), expr)
+		NewWithT(t).Expect(testkit.MetricNames(expr)).To(Equal(want), expr)
 	}
 }

@@ -176,7 +176,7 @@ func (f *fixture) mustTemplate(t testing.TB, extra ...string) []*unstructured.Un
 // Prometheus Operator (helm install learns it from the API server).
 var (
 	certManagerAPI = []string{"--api-versions", "cert-manager.io/v1/Certificate"}
-	monitoringAPI  = []string{"--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor"}
+	monitoringAPI  = []string{"--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"}
 )
 
 // parse reads every object of a YAML stream.

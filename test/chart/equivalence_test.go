@@ -43,7 +43,8 @@ func TestChartRendersTheReleaseInstallFiles(t *testing.T) {
 
 // TestChartMonitoringIsConfigMonitoring: with every monitoring toggle on,
 // the chart adds exactly the objects of config/monitoring (PodMonitor,
-// ServiceMonitor, the dashboard ConfigMap) to the default render.
+// ServiceMonitor, PrometheusRule, the dashboard ConfigMap) to the default
+// render.
 func TestChartMonitoringIsConfigMonitoring(t *testing.T) {
 	t.Parallel()
 	f := fx(t)
@@ -53,7 +54,7 @@ func TestChartMonitoringIsConfigMonitoring(t *testing.T) {
 	}
 	want := parse(t, "kubectl kustomize config/monitoring", []byte(out))
 	base := index(t, "the chart", f.mustTemplate(t))
-	flags := append([]string{"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.dashboard.enabled=true"}, monitoringAPI...)
+	flags := append([]string{"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true"}, monitoringAPI...)
 	var got []*unstructured.Unstructured
 	for _, u := range f.mustTemplate(t, flags...) {
 		if _, inBase := base[key(u)]; !inBase {
@@ -82,11 +83,12 @@ func TestChartCRDsAreTheReleaseCRDs(t *testing.T) {
 func TestChartCopiesAreInSync(t *testing.T) {
 	t.Parallel()
 	for src, dst := range map[string]string{
-		"config/crd/bases":                 "charts/bind-operator/crds",
-		"config/rbac/role.yaml":            "charts/bind-operator/files/role.yaml",
-		"config/webhook/manifests.yaml":    "charts/bind-operator/files/webhooks.yaml",
-		"config/monitoring/dashboard.json": "charts/bind-operator/files/dashboard.json",
-		"LICENSE":                          "charts/bind-operator/LICENSE",
+		"config/crd/bases":                      "charts/bind-operator/crds",
+		"config/rbac/role.yaml":                 "charts/bind-operator/files/role.yaml",
+		"config/webhook/manifests.yaml":         "charts/bind-operator/files/webhooks.yaml",
+		"config/monitoring/dashboard.json":      "charts/bind-operator/files/dashboard.json",
+		"config/monitoring/prometheusrule.yaml": "charts/bind-operator/files/prometheusrule.yaml",
+		"LICENSE":                               "charts/bind-operator/LICENSE",
 	} {
 		out, err := exec.Command("diff", "-r", filepath.Join(root, src), filepath.Join(root, dst)).CombinedOutput()
 		if err != nil {

@@ -69,7 +69,7 @@ func TestChartServerSide(t *testing.T) {
 		{"selfManaged", nil},
 		{"certManager", append([]string{"--set", "tls.mode=certManager"}, certManagerAPI...)},
 		{"certManager with an issuer", append([]string{"--set", "tls.mode=certManager,tls.certManager.issuerRef.name=corp-ca,tls.certManager.issuerRef.kind=ClusterIssuer"}, certManagerAPI...)},
-		{"monitoring", append([]string{"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.dashboard.enabled=true"}, monitoringAPI...)},
+		{"monitoring", append([]string{"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true"}, monitoringAPI...)},
 	} {
 		t.Run("dry run "+tc.desc, func(t *testing.T) {
 			out, err := f.template(tc.flags...)

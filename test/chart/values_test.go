@@ -23,7 +23,7 @@ func TestChartLints(t *testing.T) {
 			"tls.mode=selfManaged",
 			"tls.mode=certManager",
 			"tls.mode=certManager,tls.certManager.issuerRef.name=ca,tls.certManager.issuerRef.kind=ClusterIssuer",
-			"monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.dashboard.enabled=true",
+			"monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true",
 		} {
 			if out, err := f.run(f.helm, "lint", "--strict", chart, "--set", set); err != nil {
 				t.Errorf("helm lint --strict %s --set %s: %v\n%s", chart, set, err, out)
@@ -64,6 +64,9 @@ func TestChartRefusesBadValues(t *testing.T) {
 		}},
 		{"serviceMonitor without the Prometheus Operator", []string{"--set", "monitoring.serviceMonitor.enabled=true"}, []string{
 			"monitoring.serviceMonitor.enabled needs the Prometheus Operator", "servicemonitors.monitoring.coreos.com",
+		}},
+		{"prometheusRule without the Prometheus Operator", []string{"--set", "monitoring.prometheusRule.enabled=true"}, []string{
+			"monitoring.prometheusRule.enabled needs the Prometheus Operator", "prometheusrules.monitoring.coreos.com",
 		}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -266,13 +269,14 @@ func TestChartValuesLandWhereExpected(t *testing.T) {
 		}{
 			{"monitoring.podMonitor.enabled=true", []string{"PodMonitor bind-operator-bind-clusters"}},
 			{"monitoring.serviceMonitor.enabled=true", []string{"ServiceMonitor bind-operator-controller-manager"}},
+			{"monitoring.prometheusRule.enabled=true", []string{"PrometheusRule bind-operator-alerts"}},
 			{"monitoring.dashboard.enabled=true", []string{"ConfigMap bind-operator-dashboard"}},
 		} {
 			objs := f.mustTemplate(t, append([]string{"--set", tc.set}, monitoringAPI...)...)
 			var got []string
 			for _, u := range objs {
 				switch u.GetKind() {
-				case "PodMonitor", "ServiceMonitor", "ConfigMap":
+				case "PodMonitor", "ServiceMonitor", "PrometheusRule", "ConfigMap":
 					got = append(got, u.GetKind()+" "+u.GetName())
 				}
 			}
