@@ -5,6 +5,7 @@ import (
 	"flag"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/internal/quota"
@@ -157,4 +159,37 @@ func TestQuotaFlags(t *testing.T) {
 	g.Expect(help.String()).To(ContainSubstring("(default 16Mi)"))
 	g.Expect(help.String()).To(ContainSubstring("(default 8Mi)"))
 	g.Expect(help.String()).To(ContainSubstring("(default 20000)"))
+}
+
+// The ServiceMonitor verifies the metrics endpoint by the name it gives
+// as serverName: the certificate the manager issues with its default
+// flags (self-managed) carries that name, for the namespace the install
+// files use.
+func TestServiceMonitorServerNameIsInTheCertificate(t *testing.T) {
+	b, err := os.ReadFile("../config/monitoring/servicemonitor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm struct {
+		Spec struct {
+			Endpoints []struct {
+				TLSConfig struct {
+					ServerName string `json:"serverName"`
+				} `json:"tlsConfig"`
+			} `json:"endpoints"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &sm); err != nil || len(sm.Spec.Endpoints) == 0 {
+		t.Fatalf("servicemonitor.yaml: %v", err)
+	}
+	o, _, err := parseManagerFlags([]string{"--webhook-cert-mode=self-managed", "--webhook-cert-namespace=bind-operator-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := o.certs.Options.DNSNames()
+	for _, e := range sm.Spec.Endpoints {
+		if !slices.Contains(names, e.TLSConfig.ServerName) {
+			t.Errorf("the ServiceMonitor verifies %q, which the serving certificate (%v) does not name", e.TLSConfig.ServerName, names)
+		}
+	}
 }
