@@ -31,6 +31,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
 	"git.unkin.net/unkin/bind-operator/internal/apiwait"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/internal/metricsauth"
@@ -336,7 +337,7 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *controllers
 	deleted := controllers.NewDeletedRecords()
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths(), Rechecks: rechecks},
-		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&tsigkey.BindTSIGKeyReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync, Rechecks: rechecks},
 		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain, Rechecks: rechecks},
 		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient(), Rechecks: rechecks},

@@ -16,7 +16,7 @@ import (
 // field the reconcilers apply.
 const fieldManager = bindv1alpha1.ManagedByValue
 
-// apply makes the API server hold obj's fields with server-side apply and
+// Apply makes the API server hold obj's fields with server-side apply and
 // reads the result back into obj (ClusterIPs, status).
 //
 // obj is the desired object: exactly the fields the operator decides, as the
@@ -26,7 +26,7 @@ const fieldManager = bindv1alpha1.ManagedByValue
 // applies is removed. An apply that changes nothing is not written, so an
 // identical reconcile leaves the object, its resourceVersion and its
 // watchers alone. Ownership is forced: these objects are the operator's.
-func apply(ctx context.Context, c client.Client, obj client.Object) error {
+func Apply(ctx context.Context, c client.Client, obj client.Object) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ type BindCatalogZoneReconciler struct {
 func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cat bindv1alpha1.BindCatalogZone
 	if err := r.Client.Get(ctx, req.NamespacedName, &cat); err != nil {
-		return ctrl.Result{}, r.Rechecks.gone(&cat, req.NamespacedName, err)
+		return ctrl.Result{}, r.Rechecks.Gone(&cat, req.NamespacedName, err)
 	}
 	if msg := r.Rechecks.Check(&cat); msg != "" {
 		return ctrl.Result{}, r.invalidCatalog(ctx, &cat, msg)
@@ -63,13 +63,13 @@ func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		period = 30 * time.Second
 	}
 	if err := r.observe(ctx, &cat, status); err != nil {
-		setCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonCatalogNotServed, agent.Bound(err.Error()))
+		SetCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonCatalogNotServed, agent.Bound(err.Error()))
 		period = min(period, 10*time.Second)
 	} else {
-		setCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonCatalogServed,
+		SetCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonCatalogServed,
 			fmt.Sprintf("the primary serves catalog %s with %d member zone(s) at serial %d.", string(cat.Spec.ZoneName), status.MemberCount, ptr.Deref(status.Serial, 0)))
 	}
-	if err := patchStatus(ctx, r.Client, &cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status }); err != nil {
+	if err := PatchStatus(ctx, r.Client, &cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status }); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: period}, nil
@@ -214,7 +214,7 @@ func (r *BindCatalogZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindCatalogZone{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&bindv1alpha1.BindZone{}, enqueueAfter(memberSettle, func(o client.Object) []reconcile.Request {
+		Watches(&bindv1alpha1.BindZone{}, EnqueueAfter(memberSettle, func(o client.Object) []reconcile.Request {
 			ref := o.(*bindv1alpha1.BindZone).Spec.CatalogZoneRef
 			if ref == nil {
 				return nil
@@ -245,4 +245,13 @@ func (r *BindCatalogZoneReconciler) missingMembers(ctx context.Context, cat *bin
 	}
 	slices.Sort(missing)
 	return missing, nil
+}
+
+// invalidCatalog reports a catalog the current rules refuse: it is not
+// transferred, and renders leave it and its member zones out.
+func (r *BindCatalogZoneReconciler) invalidCatalog(ctx context.Context, cat *bindv1alpha1.BindCatalogZone, msg string) error {
+	status := cat.Status.DeepCopy()
+	status.ObservedGeneration = cat.Generation
+	ReportInvalid(r.Recorder, cat, &status.Conditions, msg)
+	return PatchStatus(ctx, r.Client, cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status })
 }

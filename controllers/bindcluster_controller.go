@@ -53,10 +53,6 @@ type BindClusterReconciler struct {
 	SecretResyncPeriod time.Duration
 }
 
-// DefaultSecretResyncPeriod is how often Secrets outside the cache
-// (imported TSIG keys) and objects in a NameConflict are read again.
-const DefaultSecretResyncPeriod = time.Minute
-
 func (r *BindClusterReconciler) secretResync() time.Duration {
 	if r.SecretResyncPeriod > 0 {
 		return r.SecretResyncPeriod
@@ -84,7 +80,7 @@ func (r *BindClusterReconciler) secretResync() time.Duration {
 func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cluster bindv1alpha1.BindCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &cluster); err != nil {
-		return ctrl.Result{}, r.Rechecks.gone(&cluster, req.NamespacedName, err)
+		return ctrl.Result{}, r.Rechecks.Gone(&cluster, req.NamespacedName, err)
 	}
 	if cluster.DeletionTimestamp != nil {
 		// Owner references let the garbage collector remove the rest.
@@ -94,7 +90,7 @@ func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	status.ObservedGeneration = cluster.Generation
 
 	result, err := r.reconcile(ctx, &cluster, status)
-	if uerr := patchStatus(ctx, r.Client, &cluster, func(c *bindv1alpha1.BindCluster) { c.Status = *status }); uerr != nil {
+	if uerr := PatchStatus(ctx, r.Client, &cluster, func(c *bindv1alpha1.BindCluster) { c.Status = *status }); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	return result, err
@@ -121,7 +117,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonNameConflict || prev.Message != msg {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonNameConflict, "Reconcile", "%s", msg)
 		}
-		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNameConflict, msg)
+		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
 	}
 
@@ -172,7 +168,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		// cluster names an object the current rules refuse: say so, and
 		// leave the running config alone, as for a failed render.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
-		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
+		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", "%s", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
@@ -187,7 +183,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		// Usually something referenced does not exist yet (a key's Secret):
 		// try again shortly, and leave the running config alone.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
-		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
+		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", "%s", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
@@ -203,12 +199,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		if err := render.Check(ctx, in, r.Options.NamedCheckconf); err != nil {
 			msg := fmt.Sprintf("named-checkconf rejected the new configuration, so the pods keep running the previous one: %v", err)
 			logger.Info("rendered config rejected", "cluster", cluster.Name, "reason", err.Error())
-			setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonCheckFailed, msg)
+			SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonCheckFailed, msg)
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonCheckFailed, "Check", "%s", msg)
 			return ctrl.Result{}, nil
 		}
 	}
-	setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, bindv1alpha1.ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
+	SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, bindv1alpha1.ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
 
 	for k, v := range tlsEntries {
 		rendered.SecretData[k] = v
@@ -246,7 +242,7 @@ func (r *BindClusterReconciler) imageNotAllowed(ctx context.Context, cluster *bi
 	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonImageNotAllowed || prev.Message != msg {
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonImageNotAllowed, "Reconcile", "%s", msg)
 	}
-	setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonImageNotAllowed, msg)
+	SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonImageNotAllowed, msg)
 	var sts appsv1.StatefulSet
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: statefulSetName(cluster)}, &sts)
 	if client.IgnoreNotFound(err) != nil {
@@ -454,7 +450,7 @@ func (r *BindClusterReconciler) apply(ctx context.Context, cluster *bindv1alpha1
 	if err := controllerutil.SetControllerReference(cluster, obj, r.Client.Scheme()); err != nil {
 		return err
 	}
-	return apply(ctx, r.Client, obj)
+	return Apply(ctx, r.Client, obj)
 }
 
 // observeStatefulSet turns the StatefulSet's status into Ready and Progressing.
@@ -468,15 +464,15 @@ func (r *BindClusterReconciler) observeStatefulSet(cluster *bindv1alpha1.BindClu
 		sts.Status.UpdatedReplicas < want ||
 		(sts.Status.UpdateRevision != "" && sts.Status.CurrentRevision != sts.Status.UpdateRevision)
 	if rolling {
-		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, bindv1alpha1.ReasonRollingOut,
+		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, bindv1alpha1.ReasonRollingOut,
 			fmt.Sprintf("%d of %d pods run the current configuration.", sts.Status.UpdatedReplicas, want))
 	} else {
-		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, bindv1alpha1.ReasonUpToDate, "every pod runs the current configuration.")
+		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, bindv1alpha1.ReasonUpToDate, "every pod runs the current configuration.")
 	}
 	if sts.Status.ReadyReplicas >= want && !rolling {
-		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
 	} else {
-		setCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
 	}
 }
 
@@ -485,4 +481,19 @@ func shortHash(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// invalidCluster reports a cluster the current rules refuse, and leaves
+// everything it runs as it is, as for ImageNotAllowed: no Service,
+// ConfigMap, Secret or StatefulSet is written, so its pods keep their
+// configuration and nothing rolls.
+func (r *BindClusterReconciler) invalidCluster(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, msg string) error {
+	ReportInvalid(r.Recorder, cluster, &status.Conditions, msg)
+	var sts appsv1.StatefulSet
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: statefulSetName(cluster)}, &sts)
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	status.Image, status.AgentImage = templateImages(&sts)
+	return nil
 }

@@ -66,7 +66,7 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A burst of zone changes (thousands of zones applied at once)
 		// re-renders once per zoneSettle, not once per zone: each render
 		// lists and copies every zone of the cluster.
-		Watches(&bindv1alpha1.BindZone{}, enqueueAfter(zoneSettle, clusterOf(zoneCluster)), builder.WithPredicates(zoneChanged)).
+		Watches(&bindv1alpha1.BindZone{}, EnqueueAfter(zoneSettle, clusterOf(zoneCluster)), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindZone{}, forwarders(zoneCluster), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindCluster{}, forwarders(client.Object.GetName)).
 		Watches(&corev1.Service{}, forwarders(func(o client.Object) string { return o.GetLabels()[bindv1alpha1.LabelCluster] })).

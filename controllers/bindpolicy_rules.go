@@ -30,7 +30,7 @@ const policyApplyTimeout = 15 * time.Second
 // whether every pod enforces the current rules.
 func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alpha1.BindPolicy, status *bindv1alpha1.BindPolicyStatus) {
 	notReady := func(format string, args ...any) {
-		setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded, agent.Bound(fmt.Sprintf(format, args...)))
+		SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded, agent.Bound(fmt.Sprintf(format, args...)))
 	}
 	var c bindv1alpha1.BindCluster
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.ClusterRef.Name}, &c); err != nil {
@@ -71,7 +71,7 @@ func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alp
 		notReady("%d of %d pod(s) of BindCluster %q do not enforce the current rules yet: %s", len(failed), len(pods)*len(views), c.Name, strings.Join(failed, "; "))
 		return
 	}
-	setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
+	SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
 		fmt.Sprintf("every pod of BindCluster %q (%d) enforces the %d rule(s) in policy zone %s (digest %s).", c.Name, len(pods), len(recs), req.Zone, render.PolicyDigest(recs)))
 }
 
@@ -94,11 +94,11 @@ func (r *ConfigStatusReconciler) observeFeed(ctx context.Context, p *bindv1alpha
 		return nil
 	})
 	if len(missing) > 0 {
-		setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded,
+		SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded,
 			agent.Bound(fmt.Sprintf("%d of %d pod(s) of BindCluster %q have not transferred the feed %s from its primaries: %s", len(missing), len(pods)*len(views), c.Name, zone, strings.Join(missing, "; "))))
 		return
 	}
-	setCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
+	SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
 		fmt.Sprintf("every pod of BindCluster %q (%d) transferred the feed %s from its primaries (serials %v).", c.Name, len(pods), zone, slices.Sorted(maps.Keys(serials))))
 }
 

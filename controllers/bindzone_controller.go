@@ -122,7 +122,7 @@ const replicatingRecheck = 15 * time.Second
 func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var zone bindv1alpha1.BindZone
 	if err := r.Client.Get(ctx, req.NamespacedName, &zone); err != nil {
-		return ctrl.Result{}, r.Rechecks.gone(&zone, req.NamespacedName, err)
+		return ctrl.Result{}, r.Rechecks.Gone(&zone, req.NamespacedName, err)
 	}
 	if zone.DeletionTimestamp != nil {
 		return r.finalize(ctx, &zone)
@@ -134,20 +134,20 @@ func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if zone.Spec.Type == bindv1alpha1.ZoneSecondary {
 		status.ObservedGeneration = zone.Generation
 		res := r.observeSecondary(ctx, &zone, status)
-		return res, patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
+		return res, PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
 	}
 	if !zone.Spec.IsPrimary() {
 		status.ObservedGeneration = zone.Generation
 		setZoneCondition(&zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonInConfig,
 			fmt.Sprintf("%s zones are declared in named.conf by BindCluster %q.", zone.Spec.Type, zone.Spec.ClusterRef.Name))
-		return ctrl.Result{}, patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
+		return ctrl.Result{}, PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
 	}
-	if err := addFinalizer(ctx, r.Client, &zone, zoneFinalizer); err != nil {
+	if err := AddFinalizer(ctx, r.Client, &zone, zoneFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	res, err := r.apply(ctx, &zone, status)
 	status.ObservedGeneration = zone.Generation
-	if uerr := patchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status }); uerr != nil {
+	if uerr := PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status }); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	if err == nil && res.RequeueAfter == 0 {
@@ -227,7 +227,7 @@ func (r *BindZoneReconciler) finalize(ctx context.Context, zone *bindv1alpha1.Bi
 		}
 		r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing zone %s from the cluster after %s: %v", zone.Spec.ZoneName, deleteGiveUp, err)
 	}
-	return ctrl.Result{}, removeFinalizer(ctx, r.Client, zone, zoneFinalizer)
+	return ctrl.Result{}, RemoveFinalizer(ctx, r.Client, zone, zoneFinalizer)
 }
 
 // Field index of BindZones by cluster.
@@ -338,3 +338,13 @@ func (c closeOnStop) Start(ctx context.Context) error {
 }
 
 func (closeOnStop) NeedLeaderElection() bool { return false }
+
+// invalidZone reports a zone the current rules refuse. Nothing reaches its
+// pods: no addzone or modzone, no record UPDATE, no catalog change and no
+// owned sets; what they serve stays. Deleting it still removes it.
+func (r *BindZoneReconciler) invalidZone(ctx context.Context, zone *bindv1alpha1.BindZone, msg string) error {
+	status := zone.Status.DeepCopy()
+	status.ObservedGeneration = zone.Generation
+	ReportInvalid(r.Recorder, zone, &status.Conditions, msg)
+	return PatchStatus(ctx, r.Client, zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
+}

@@ -292,7 +292,7 @@ func (o *zoneOwners) keyName(ctx context.Context, namespace, name string) (strin
 	if err := o.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &k); err != nil {
 		return "", fmt.Errorf("BindTSIGKey %q: %w", name, err)
 	}
-	_, keyName, _ := tsigDefaults(&k)
+	_, keyName, _ := TSIGDefaults(&k)
 	return keyName, nil
 }
 
@@ -388,7 +388,7 @@ var recordOwnsOtherSets = predicate.Funcs{
 // current; it shares the BindZone controller's agent clients and pod
 // endpoints.
 func (r *BindZoneReconciler) setupOwners(mgr ctrl.Manager, zonesOf func(ctx context.Context, namespace, cluster string) []reconcile.Request, podsChanged predicate.Funcs) error {
-	zoneOfRecord := enqueueThrottled(ownersWindow, clock.RealClock{}, func(o client.Object) []reconcile.Request {
+	zoneOfRecord := EnqueueThrottled(ownersWindow, clock.RealClock{}, func(o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).

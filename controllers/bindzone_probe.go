@@ -33,7 +33,7 @@ func (r *BindZoneReconciler) transferReason(ctx context.Context, cluster *bindv1
 			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: p.KeyRef.Name}, &k); err != nil {
 				return ""
 			}
-			_, pp.Key, _ = tsigDefaults(&k)
+			_, pp.Key, _ = TSIGDefaults(&k)
 		}
 		req.Primaries = append(req.Primaries, pp)
 	}

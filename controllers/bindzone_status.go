@@ -107,5 +107,5 @@ func soaSerial(ctx context.Context, addr string, key *dnsclient.Key, zone string
 // setZoneCondition sets a zone's Ready condition. Its messages carry text
 // from the agent and named, so they are bounded.
 func setZoneCondition(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, s metav1.ConditionStatus, reason, msg string) {
-	setCondition(&status.Conditions, zone, bindv1alpha1.ConditionReady, s, reason, agent.Bound(msg))
+	SetCondition(&status.Conditions, zone, bindv1alpha1.ConditionReady, s, reason, agent.Bound(msg))
 }

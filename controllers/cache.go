@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,3 +87,7 @@ func isLabelScoped(obj client.Object) bool {
 	}
 	return false
 }
+
+// DefaultSecretResyncPeriod is how often Secrets outside the cache
+// (imported TSIG keys) and objects in a NameConflict are read again.
+const DefaultSecretResyncPeriod = time.Minute

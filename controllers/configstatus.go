@@ -90,7 +90,7 @@ func (r *ConfigStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 				o := obj.DeepCopyObject().(client.Object)
 				if err := r.Client.Get(ctx, req.NamespacedName, o); err != nil {
-					return reconcile.Result{}, r.Rechecks.gone(o, req.NamespacedName, err)
+					return reconcile.Result{}, r.Rechecks.Gone(o, req.NamespacedName, err)
 				}
 				if msg := r.Rechecks.Check(o); msg != "" {
 					return reconcile.Result{}, r.invalidConfig(ctx, o, msg)
@@ -136,7 +136,7 @@ func (r *ConfigStatusReconciler) clusterState(ctx context.Context, namespace str
 // InRunningConfig when all run their current configuration.
 func (r *ConfigStatusReconciler) ready(ctx context.Context, obj metav1.Object, conds *[]metav1.Condition, clusters []string, what string) error {
 	if len(clusters) == 0 {
-		setCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonUnused, "nothing uses it yet.")
+		SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonUnused, "nothing uses it yet.")
 		return nil
 	}
 	ok, msg, err := r.clusterState(ctx, obj.GetNamespace(), clusters)
@@ -144,10 +144,10 @@ func (r *ConfigStatusReconciler) ready(ctx context.Context, obj metav1.Object, c
 		return err
 	}
 	if !ok {
-		setCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonClusterNotUpToDate, msg)
+		SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonClusterNotUpToDate, msg)
 		return nil
 	}
-	setCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonInRunningConfig, what)
+	SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonInRunningConfig, what)
 	return nil
 }
 
@@ -179,7 +179,7 @@ func (r *ConfigStatusReconciler) observeView(ctx context.Context, o client.Objec
 		fmt.Sprintf("BindCluster %q runs a configuration with this view and its %d zone(s).", v.Spec.ClusterRef.Name, n)); err != nil {
 		return 0, err
 	}
-	return 0, patchStatus(ctx, r.Client, v, func(x *bindv1alpha1.BindView) { x.Status = *status })
+	return 0, PatchStatus(ctx, r.Client, v, func(x *bindv1alpha1.BindView) { x.Status = *status })
 }
 
 func (r *ConfigStatusReconciler) observeDNSSECPolicy(ctx context.Context, o client.Object) (time.Duration, error) {
@@ -199,7 +199,7 @@ func (r *ConfigStatusReconciler) observeDNSSECPolicy(ctx context.Context, o clie
 	if err := r.ready(ctx, p, &status.Conditions, clusters, fmt.Sprintf("%d zone(s) are signed with it.", len(clusters))); err != nil {
 		return 0, err
 	}
-	return 0, patchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindDNSSECPolicy) { x.Status = *status })
+	return 0, PatchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindDNSSECPolicy) { x.Status = *status })
 }
 
 func (r *ConfigStatusReconciler) observeACL(ctx context.Context, o client.Object) (time.Duration, error) {
@@ -253,7 +253,7 @@ func (r *ConfigStatusReconciler) observeACL(ctx context.Context, o client.Object
 	if err := r.ready(ctx, a, &status.Conditions, clusters, fmt.Sprintf("named by %d object(s); every cluster that uses it runs it.", users)); err != nil {
 		return 0, err
 	}
-	return 0, patchStatus(ctx, r.Client, a, func(x *bindv1alpha1.BindACL) { x.Status = *status })
+	return 0, PatchStatus(ctx, r.Client, a, func(x *bindv1alpha1.BindACL) { x.Status = *status })
 }
 
 func (r *ConfigStatusReconciler) observePolicy(ctx context.Context, o client.Object) (time.Duration, error) {
@@ -271,5 +271,34 @@ func (r *ConfigStatusReconciler) observePolicy(ctx context.Context, o client.Obj
 	if c := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); c.Status == metav1.ConditionTrue {
 		r.enforcePolicy(ctx, p, status)
 	}
-	return recheck, patchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindPolicy) { x.Status = *status })
+	return recheck, PatchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindPolicy) { x.Status = *status })
+}
+
+// invalidConfig reports a view, ACL, DNSSEC policy or response policy the
+// current rules refuse: renders leave it (and what names it) out, and a
+// policy's rules are not brought to the pods.
+func (r *ConfigStatusReconciler) invalidConfig(ctx context.Context, o client.Object, msg string) error {
+	switch x := o.(type) {
+	case *bindv1alpha1.BindView:
+		status := x.Status.DeepCopy()
+		status.ObservedGeneration = x.Generation
+		ReportInvalid(r.Recorder, x, &status.Conditions, msg)
+		return PatchStatus(ctx, r.Client, x, func(v *bindv1alpha1.BindView) { v.Status = *status })
+	case *bindv1alpha1.BindACL:
+		status := x.Status.DeepCopy()
+		status.ObservedGeneration = x.Generation
+		ReportInvalid(r.Recorder, x, &status.Conditions, msg)
+		return PatchStatus(ctx, r.Client, x, func(a *bindv1alpha1.BindACL) { a.Status = *status })
+	case *bindv1alpha1.BindDNSSECPolicy:
+		status := x.Status.DeepCopy()
+		status.ObservedGeneration = x.Generation
+		ReportInvalid(r.Recorder, x, &status.Conditions, msg)
+		return PatchStatus(ctx, r.Client, x, func(p *bindv1alpha1.BindDNSSECPolicy) { p.Status = *status })
+	case *bindv1alpha1.BindPolicy:
+		status := x.Status.DeepCopy()
+		status.ObservedGeneration = x.Generation
+		ReportInvalid(r.Recorder, x, &status.Conditions, msg)
+		return PatchStatus(ctx, r.Client, x, func(p *bindv1alpha1.BindPolicy) { p.Status = *status })
+	}
+	return nil
 }

@@ -114,18 +114,18 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return res, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, r.Rechecks.gone(&rec, req.NamespacedName, err) // gone, and its data with it
+		return ctrl.Result{}, r.Rechecks.Gone(&rec, req.NamespacedName, err) // gone, and its data with it
 	}
 	if rec.DeletionTimestamp != nil {
 		return r.finalize(ctx, &rec)
 	}
-	if err := removeFinalizer(ctx, r.Client, &rec, recordFinalizer); err != nil {
+	if err := RemoveFinalizer(ctx, r.Client, &rec, recordFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	status := rec.Status.DeepCopy()
 	status.ObservedGeneration = rec.Generation
 	res, err := r.apply(ctx, &rec, status)
-	uerr := replaceStatus(ctx, r.Client, &rec, &rec.Status, status)
+	uerr := ReplaceStatus(ctx, r.Client, &rec, &rec.Status, status)
 	if apierrors.IsNotFound(uerr) {
 		// Deleted while this reconcile wrote: the delete event saw the
 		// values from before this write, so what was just written becomes
@@ -178,7 +178,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 	// What a record the current rules refuse wrote stays, and nothing
 	// more is written (recheck.go).
 	if msg := r.Rechecks.Check(rec); msg != "" {
-		reportInvalid(r.Recorder, rec, &status.Conditions, msg)
+		ReportInvalid(r.Recorder, rec, &status.Conditions, msg)
 		return ctrl.Result{}, nil
 	}
 	var zone bindv1alpha1.BindZone
@@ -399,7 +399,7 @@ func (r *DNSRecordReconciler) finalize(ctx context.Context, rec *bindv1alpha1.DN
 		}
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", rec.Status.FQDN, rec.Spec.Type, deleteGiveUp, err)
 	}
-	return ctrl.Result{}, removeFinalizer(ctx, r.Client, rec, recordFinalizer)
+	return ctrl.Result{}, RemoveFinalizer(ctx, r.Client, rec, recordFinalizer)
 }
 
 func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.DNSRecord) error {
@@ -428,19 +428,19 @@ func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.
 }
 
 func (r *DNSRecordReconciler) setReady(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, s metav1.ConditionStatus, reason, msg string) {
-	setCondition(&status.Conditions, rec, bindv1alpha1.ConditionReady, s, reason, msg)
+	SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionReady, s, reason, msg)
 }
 
 func (r *DNSRecordReconciler) setConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, reason, msg string) {
 	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionConflict); prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != reason {
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, reason, "Claim", "%s", msg)
 	}
-	setCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionTrue, reason, msg)
+	SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionTrue, reason, msg)
 	r.setReady(rec, status, metav1.ConditionFalse, reason, msg)
 }
 
 func (r *DNSRecordReconciler) clearConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) {
-	setCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionFalse, bindv1alpha1.ReasonNoConflict, "no other object claims this name and type.")
+	SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionFalse, bindv1alpha1.ReasonNoConflict, "no other object claims this name and type.")
 }
 
 // SetupWithManager registers the reconciler. A change to a zone re-checks
@@ -559,4 +559,11 @@ func zoneMattersToRecords(o, n *bindv1alpha1.BindZone) bool {
 	return o.Generation != n.Generation || n.DeletionTimestamp != nil ||
 		!o.Status.PrimarySeededAt.Equal(n.Status.PrimarySeededAt) ||
 		meta.IsStatusConditionTrue(o.Status.Conditions, bindv1alpha1.ConditionReady) != meta.IsStatusConditionTrue(n.Status.Conditions, bindv1alpha1.ConditionReady)
+}
+
+// zoneRefused is the Ready message of a DNSRecord whose zone the current
+// rules refuse. Only the zone's name, which the record names itself: the
+// zone may be another namespace's.
+func zoneRefused(key types.NamespacedName) string {
+	return fmt.Sprintf("BindZone %q in namespace %q fails the operator's current admission rules, so nothing is written to it until it is fixed (the zone's status says why); what this record wrote stays", key.Name, key.Namespace)
 }

@@ -14,14 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// enqueueAfter is handler.EnqueueRequestsFromMapFunc with a delay: the
+// EnqueueAfter is handler.EnqueueRequestsFromMapFunc with a delay: the
 // requests an event maps to are reconciled after settle, and the events
 // that map to the same request meanwhile are reconciled with it (the queue
 // keeps one entry per request, at the earliest time asked). For
 // reconciles that cost O(n) in the watched objects, where one per burst
 // of changes is enough. An update maps both the old and the new object,
 // as EnqueueRequestsFromMapFunc does, so a moved reference refreshes both.
-func enqueueAfter(settle time.Duration, fn func(client.Object) []reconcile.Request) handler.EventHandler {
+func EnqueueAfter(settle time.Duration, fn func(client.Object) []reconcile.Request) handler.EventHandler {
 	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		for _, o := range objs {
 			for _, req := range fn(o) {
@@ -32,13 +32,13 @@ func enqueueAfter(settle time.Duration, fn func(client.Object) []reconcile.Reque
 	return eachObject(add)
 }
 
-// enqueueThrottled is enqueueAfter with a leading edge: the first event
+// EnqueueThrottled is EnqueueAfter with a leading edge: the first event
 // for a request is reconciled at once and opens a window; the events for
 // it within the window are reconciled together when the window ends. For
 // reconciles that cost O(n) in the watched objects and that a single
 // change should not wait for. Each request keeps an entry until its
 // window has ended and the entries have grown enough to be swept.
-func enqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(client.Object) []reconcile.Request) handler.EventHandler {
+func EnqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(client.Object) []reconcile.Request) handler.EventHandler {
 	var mu sync.Mutex
 	open := map[reconcile.Request]time.Time{} // when the request's window ends
 	// prune is the size at which the ended windows are dropped; it grows
@@ -70,7 +70,7 @@ func enqueueThrottled(window time.Duration, clk clock.PassiveClock, fn func(clie
 	return eachObject(add)
 }
 
-// throttledEntries is how many windows enqueueThrottled keeps at least
+// throttledEntries is how many windows EnqueueThrottled keeps at least
 // before it drops the ended ones.
 const throttledEntries = 1024
 

@@ -20,7 +20,7 @@ import (
 func TestEnqueueAfterCoalesces(t *testing.T) {
 	g := NewWithT(t)
 	clock, q := fakeClockQueue(t)
-	h := enqueueAfter(2*time.Second, func(o client.Object) []reconcile.Request {
+	h := EnqueueAfter(2*time.Second, func(o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: o.GetLabels()["catalog"]}}}
 	})
 	zone := func(catalog string) *bindv1alpha1.BindZone {
@@ -52,7 +52,7 @@ func TestEnqueueAfterCoalesces(t *testing.T) {
 func TestEnqueueThrottledLeadsThenCoalesces(t *testing.T) {
 	g := NewWithT(t)
 	clock, q := fakeClockQueue(t)
-	h := enqueueThrottled(time.Second, clock, func(o client.Object) []reconcile.Request {
+	h := EnqueueThrottled(time.Second, clock, func(o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "zone"}}}
 	})
 	ctx := context.Background()

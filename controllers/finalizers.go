@@ -7,12 +7,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// addFinalizer adds finalizer to obj unless it has it. Only the finalizers
+// AddFinalizer adds finalizer to obj unless it has it. Only the finalizers
 // are written (a merge patch), guarded by obj's resourceVersion: a merge
 // patch replaces the whole list, so without the guard it could drop a
 // finalizer someone else added meanwhile; with it, that race is a conflict
 // and the reconcile is retried.
-func addFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+func AddFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
 	base := obj.DeepCopyObject().(client.Object)
 	if !controllerutil.AddFinalizer(obj, finalizer) {
 		return nil
@@ -20,9 +20,9 @@ func addFinalizer(ctx context.Context, c client.Client, obj client.Object, final
 	return c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
-// removeFinalizer removes finalizer from obj, the same way; an object that
+// RemoveFinalizer removes finalizer from obj, the same way; an object that
 // is already gone is no error.
-func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
 	base := obj.DeepCopyObject().(client.Object)
 	if !controllerutil.RemoveFinalizer(obj, finalizer) {
 		return nil

@@ -233,12 +233,12 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 
 // keyMaterial reads a BindTSIGKey's Secret: the only reader of key
 // material (the cluster's keys, a zone's clause, the operator's UPDATEs,
-// catalogs), so the only place that must ask keySecretUsable. A missing
+// catalogs), so the only place that must ask KeySecretUsable. A missing
 // Secret is reported as a sentence: the BindTSIGKey controller may simply
 // not have created it yet; a Secret the key has no right to as a
 // *KeySecretRefusedError.
 func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGKey) (render.TSIGKey, error) {
-	secretName, keyName, algorithm := tsigDefaults(k)
+	secretName, keyName, algorithm := TSIGDefaults(k)
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: secretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) && k.Spec.ImportExisting {
@@ -249,7 +249,7 @@ func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGK
 		}
 		return render.TSIGKey{}, err
 	}
-	if err := keySecretUsable(k, &s); err != nil {
+	if err := KeySecretUsable(k, &s); err != nil {
 		return render.TSIGKey{}, err
 	}
 	material := string(s.Data[bindv1alpha1.TSIGSecretKey])

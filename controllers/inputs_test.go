@@ -39,7 +39,7 @@ func newInputsFixture(t *testing.T, extra ...client.Object) inputsFixture {
 	secret := base64.StdEncoding.EncodeToString(make([]byte, 32))
 	key := func(name string) []client.Object {
 		// As the BindTSIGKey reconciler generates it: the Secret is the
-		// key's own (keySecretUsable).
+		// key's own (KeySecretUsable).
 		k := &bindv1alpha1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)}, Spec: bindv1alpha1.BindTSIGKeySpec{SecretName: name + "-tsig"}}
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-tsig"}, Data: map[string][]byte{bindv1alpha1.TSIGSecretKey: []byte(secret)}}
 		NewWithT(t).Expect(controllerutil.SetControllerReference(k, s, scheme)).To(Succeed())

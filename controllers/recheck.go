@@ -2,12 +2,10 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -95,10 +93,10 @@ func (r *Rechecks) Check(obj client.Object) string {
 	return v.msg
 }
 
-// gone forgets the verdict of the object of obj's kind at key when err
+// Gone forgets the verdict of the object of obj's kind at key when err
 // says it no longer exists, and returns err without NotFound: the end of
 // a reconcile's Get.
-func (r *Rechecks) gone(obj client.Object, key types.NamespacedName, err error) error {
+func (r *Rechecks) Gone(obj client.Object, key types.NamespacedName, err error) error {
 	if r != nil && apierrors.IsNotFound(err) {
 		r.mu.Lock()
 		delete(r.verdicts, recheckKey{recheckKind(obj), key})
@@ -222,15 +220,15 @@ func invalidReadyMessage(msg string) string {
 	return "the operator's current admission rules refuse this object (they tightened after it was stored), so it is left out of the configuration and nothing it declares is applied or removed; what already runs stays as it is until the spec is fixed: " + msg
 }
 
-// reportInvalid sets Ready=False (Invalid) on conds and records a warning
+// ReportInvalid sets Ready=False (Invalid) on conds and records a warning
 // event when the message is new, as for every other Ready=False that needs
 // the user.
-func reportInvalid(rec events.EventRecorder, obj client.Object, conds *[]metav1.Condition, errs string) {
+func ReportInvalid(rec events.EventRecorder, obj client.Object, conds *[]metav1.Condition, errs string) {
 	msg := invalidReadyMessage(errs)
 	if prev := meta.FindStatusCondition(*conds, bindv1alpha1.ConditionReady); rec != nil && (prev == nil || prev.Reason != bindv1alpha1.ReasonInvalid || prev.Message != msg) {
 		rec.Eventf(obj, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonInvalid, "Recheck", "%s", agent.BoundTo(invalidEventNote+errs, maxEventNote))
 	}
-	setCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonInvalid, msg)
+	SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonInvalid, msg)
 }
 
 // invalidEventNote starts the event of an Invalid object: the Ready
@@ -240,82 +238,3 @@ const invalidEventNote = "refused by the operator's current admission rules, lef
 // maxEventNote keeps invalidEventNote and the errors, with the mark of a
 // cut, within the API server's 1024 bytes.
 const maxEventNote = 1000
-
-// invalidCluster reports a cluster the current rules refuse, and leaves
-// everything it runs as it is, as for ImageNotAllowed: no Service,
-// ConfigMap, Secret or StatefulSet is written, so its pods keep their
-// configuration and nothing rolls.
-func (r *BindClusterReconciler) invalidCluster(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, msg string) error {
-	reportInvalid(r.Recorder, cluster, &status.Conditions, msg)
-	var sts appsv1.StatefulSet
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: statefulSetName(cluster)}, &sts)
-	if client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	status.Image, status.AgentImage = templateImages(&sts)
-	return nil
-}
-
-// invalidZone reports a zone the current rules refuse. Nothing reaches its
-// pods: no addzone or modzone, no record UPDATE, no catalog change and no
-// owned sets; what they serve stays. Deleting it still removes it.
-func (r *BindZoneReconciler) invalidZone(ctx context.Context, zone *bindv1alpha1.BindZone, msg string) error {
-	status := zone.Status.DeepCopy()
-	status.ObservedGeneration = zone.Generation
-	reportInvalid(r.Recorder, zone, &status.Conditions, msg)
-	return patchStatus(ctx, r.Client, zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
-}
-
-// invalidKey reports a key the current rules refuse: no Secret is
-// generated or updated for it, and no render uses its material.
-func (r *BindTSIGKeyReconciler) invalidKey(ctx context.Context, key *bindv1alpha1.BindTSIGKey, msg string) error {
-	status := key.Status.DeepCopy()
-	status.ObservedGeneration = key.Generation
-	reportInvalid(r.Recorder, key, &status.Conditions, msg)
-	return patchStatus(ctx, r.Client, key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
-}
-
-// invalidCatalog reports a catalog the current rules refuse: it is not
-// transferred, and renders leave it and its member zones out.
-func (r *BindCatalogZoneReconciler) invalidCatalog(ctx context.Context, cat *bindv1alpha1.BindCatalogZone, msg string) error {
-	status := cat.Status.DeepCopy()
-	status.ObservedGeneration = cat.Generation
-	reportInvalid(r.Recorder, cat, &status.Conditions, msg)
-	return patchStatus(ctx, r.Client, cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status })
-}
-
-// invalidConfig reports a view, ACL, DNSSEC policy or response policy the
-// current rules refuse: renders leave it (and what names it) out, and a
-// policy's rules are not brought to the pods.
-func (r *ConfigStatusReconciler) invalidConfig(ctx context.Context, o client.Object, msg string) error {
-	switch x := o.(type) {
-	case *bindv1alpha1.BindView:
-		status := x.Status.DeepCopy()
-		status.ObservedGeneration = x.Generation
-		reportInvalid(r.Recorder, x, &status.Conditions, msg)
-		return patchStatus(ctx, r.Client, x, func(v *bindv1alpha1.BindView) { v.Status = *status })
-	case *bindv1alpha1.BindACL:
-		status := x.Status.DeepCopy()
-		status.ObservedGeneration = x.Generation
-		reportInvalid(r.Recorder, x, &status.Conditions, msg)
-		return patchStatus(ctx, r.Client, x, func(a *bindv1alpha1.BindACL) { a.Status = *status })
-	case *bindv1alpha1.BindDNSSECPolicy:
-		status := x.Status.DeepCopy()
-		status.ObservedGeneration = x.Generation
-		reportInvalid(r.Recorder, x, &status.Conditions, msg)
-		return patchStatus(ctx, r.Client, x, func(p *bindv1alpha1.BindDNSSECPolicy) { p.Status = *status })
-	case *bindv1alpha1.BindPolicy:
-		status := x.Status.DeepCopy()
-		status.ObservedGeneration = x.Generation
-		reportInvalid(r.Recorder, x, &status.Conditions, msg)
-		return patchStatus(ctx, r.Client, x, func(p *bindv1alpha1.BindPolicy) { p.Status = *status })
-	}
-	return nil
-}
-
-// zoneRefused is the Ready message of a DNSRecord whose zone the current
-// rules refuse. Only the zone's name, which the record names itself: the
-// zone may be another namespace's.
-func zoneRefused(key types.NamespacedName) string {
-	return fmt.Sprintf("BindZone %q in namespace %q fails the operator's current admission rules, so nothing is written to it until it is fixed (the zone's status says why); what this record wrote stays", key.Name, key.Namespace)
-}

@@ -75,13 +75,13 @@ func TestRechecksRemembersEachGenerationsVerdict(t *testing.T) {
 	g.Expect(rc.Check(&bindv1alpha1.BindView{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "z", UID: "u2", Generation: 1}})).To(BeEmpty())
 
 	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "bind.unkin.net", Resource: "bindzones"}, "z")
-	g.Expect(rc.gone(&bindv1alpha1.BindZone{}, types.NamespacedName{Namespace: "ns", Name: "z"}, notFound)).To(Succeed())
+	g.Expect(rc.Gone(&bindv1alpha1.BindZone{}, types.NamespacedName{Namespace: "ns", Name: "z"}, notFound)).To(Succeed())
 	g.Expect(rc.verdicts).NotTo(HaveKey(recheckKey{"BindZone", types.NamespacedName{Namespace: "ns", Name: "z"}}))
 
 	var none *Rechecks
 	g.Expect(none.Check(z)).To(BeEmpty(), "no Rechecks: every object passes")
 	g.Expect(NewRechecks(nil).Check(z)).To(BeEmpty())
-	g.Expect(none.gone(&bindv1alpha1.BindZone{}, types.NamespacedName{}, notFound)).To(Succeed())
+	g.Expect(none.Gone(&bindv1alpha1.BindZone{}, types.NamespacedName{}, notFound)).To(Succeed())
 }
 
 func TestRecheckMessageIsBounded(t *testing.T) {
@@ -256,7 +256,7 @@ func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
 	}
 	zone := refused(&bindv1alpha1.BindZone{ObjectMeta: meta("z"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "example.com", Type: bindv1alpha1.ZonePrimary,
 		ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}}}, "records")
-	key := refused(&bindv1alpha1.BindTSIGKey{ObjectMeta: meta("k")}, "records")
+
 	rec := refused(&bindv1alpha1.DNSRecord{ObjectMeta: meta("r"), Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "z"},
 		Name: "www", Type: "A", Values: []string{"192.0.2.1"}}, Status: bindv1alpha1.DNSRecordStatus{AppliedValues: []string{"192.0.2.9"}}}, "records")
 	other := &bindv1alpha1.DNSRecord{ObjectMeta: meta("other"), Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "z"},
@@ -264,7 +264,7 @@ func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
 	view := refused(&bindv1alpha1.BindView{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}}}, "records")
 	cat := refused(&bindv1alpha1.BindCatalogZone{ObjectMeta: meta("cat")}, "records")
 	cluster := refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "records")
-	objs := []client.Object{zone, key, rec, other, view, cat, cluster}
+	objs := []client.Object{zone, rec, other, view, cat, cluster}
 	c := fake.NewClientBuilder().WithScheme(recheckScheme(t)).WithObjects(objs...).WithStatusSubresource(objs...).Build()
 	rc := NewRechecks(labelRules(nil))
 	req := func(name string) ctrl.Request {
@@ -283,17 +283,6 @@ func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
 		_, err = (&BindZoneReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("z"))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(recorder.Events).NotTo(Receive())
-	})
-	t.Run("BindTSIGKey", func(t *testing.T) {
-		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
-		_, err := (&BindTSIGKeyReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("k"))
-		g.Expect(err).NotTo(HaveOccurred())
-		var got bindv1alpha1.BindTSIGKey
-		g.Expect(c.Get(ctx, req("k").NamespacedName, &got)).To(Succeed())
-		expectInvalid(g, got.Status.Conditions, recorder)
-		var secrets corev1.SecretList
-		g.Expect(c.List(ctx, &secrets)).To(Succeed())
-		g.Expect(secrets.Items).To(BeEmpty(), "no material is generated for it")
 	})
 	t.Run("DNSRecord", func(t *testing.T) {
 		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
@@ -358,7 +347,7 @@ func TestInvalidEventFitsTheAPIServer(t *testing.T) {
 	recorder := events.NewFakeRecorder(1)
 	var conds []metav1.Condition
 	errs := strings.Repeat("spec.records[0]: Invalid value: \"x\": bad data, ", 100)
-	reportInvalid(recorder, &bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "z"}}, &conds, errs)
+	ReportInvalid(recorder, &bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: "z"}}, &conds, errs)
 	var ev string
 	g.Expect(recorder.Events).To(Receive(&ev))
 	note := strings.TrimPrefix(ev, "Warning Invalid ")

@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// patchStatus writes the status setStatus gives obj, unless that is what
+// PatchStatus writes the status setStatus gives obj, unless that is what
 // obj already holds: an idle reconcile writes nothing, so it wakes no
 // watcher and costs the API server nothing. The write is a merge patch of
 // the status subresource, so it never conflicts with spec edits made while
 // the reconcile ran; an object deleted meanwhile is no error.
-func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, setStatus func(T)) error {
+func PatchStatus[T client.Object](ctx context.Context, c client.Client, obj T, setStatus func(T)) error {
 	base := obj.DeepCopyObject().(T)
 	setStatus(obj)
 	if equality.Semantic.DeepEqual(base, obj) {
@@ -30,13 +30,13 @@ func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, s
 	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFrom(base)))
 }
 
-// replaceStatus writes status as obj's whole status, unless obj already
-// holds it, with a JSON patch that sets /status. It is patchStatus for a
+// ReplaceStatus writes status as obj's whole status, unless obj already
+// holds it, with a JSON patch that sets /status. It is PatchStatus for a
 // kind whose status only its own controller writes (DNSRecord): a merge
 // patch is computed by encoding both whole objects and decoding them again
 // to diff them, which was half of what a DNSRecord's status write
 // allocated and, under 10,000 creates, a tenth of everything the leader
-// allocated. Like patchStatus it never conflicts with spec edits. Unlike
+// allocated. Like PatchStatus it never conflicts with spec edits. Unlike
 // it, an object deleted meanwhile answers NotFound: a DNSRecord deleted
 // while its reconcile wrote to the zone must undo that write.
 //
@@ -45,7 +45,7 @@ func patchStatus[T client.Object](ctx context.Context, c client.Client, obj T, s
 // status of the first must not land on it (it would claim values it never
 // wrote, which the first one's tombstone then deletes). That answers
 // NotFound too: the object the status was for is gone.
-func replaceStatus(ctx context.Context, c client.Client, obj client.Object, current, status any) error {
+func ReplaceStatus(ctx context.Context, c client.Client, obj client.Object, current, status any) error {
 	if equality.Semantic.DeepEqual(current, status) {
 		return nil
 	}
@@ -68,11 +68,11 @@ func replaceStatus(ctx context.Context, c client.Client, obj client.Object, curr
 	return err
 }
 
-// uidPath is the JSON pointer replaceStatus tests.
+// uidPath is the JSON pointer ReplaceStatus tests.
 const uidPath = "/metadata/uid"
 
 // IsUIDMismatch tells whether err is the API server's answer to
-// replaceStatus' patch whose test of /metadata/uid failed. The API server
+// ReplaceStatus' patch whose test of /metadata/uid failed. The API server
 // answers any JSON patch it cannot apply with a bare 422 Invalid: no kind,
 // no name, no causes, the library's own error dropped
 // (apierrors.NewGenericServerResponse). A status that breaks the schema is
@@ -89,10 +89,10 @@ func IsUIDMismatch(err error) bool {
 	return d != nil && d.Kind == "" && d.Name == "" && len(d.Causes) == 0
 }
 
-// setCondition records a condition as observed at obj's generation.
+// SetCondition records a condition as observed at obj's generation.
 // meta.SetStatusCondition keeps lastTransitionTime while the status stays
 // the same, so re-reporting a condition is no change.
-func setCondition(conditions *[]metav1.Condition, obj metav1.Object, typ string, status metav1.ConditionStatus, reason, message string) {
+func SetCondition(conditions *[]metav1.Condition, obj metav1.Object, typ string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: obj.GetGeneration(),
 	})

@@ -47,14 +47,14 @@ func TestReplaceStatusWritesTheWholeStatus(t *testing.T) {
 	g.Expect(c.Update(ctx, edited)).To(Succeed())
 
 	withdrawn := &bindv1alpha1.DNSRecordStatus{FQDN: "www.example.", ObservedGeneration: 1}
-	g.Expect(replaceStatus(ctx, c, &read, &read.Status, withdrawn)).To(Succeed())
+	g.Expect(ReplaceStatus(ctx, c, &read, &read.Status, withdrawn)).To(Succeed())
 	g.Expect(patches).To(Equal(1))
 	var stored bindv1alpha1.DNSRecord
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rec), &stored)).To(Succeed())
 	g.Expect(stored.Status).To(Equal(*withdrawn))
 	g.Expect(stored.Spec.Values).To(Equal([]string{"192.0.2.2"}))
 
-	g.Expect(replaceStatus(ctx, c, &stored, &stored.Status, withdrawn.DeepCopy())).To(Succeed())
+	g.Expect(ReplaceStatus(ctx, c, &stored, &stored.Status, withdrawn.DeepCopy())).To(Succeed())
 	g.Expect(patches).To(Equal(1), "an unchanged status is not written")
 }
 
@@ -76,12 +76,12 @@ func TestReplaceStatusOnlyForTheSameObject(t *testing.T) {
 	read := now.DeepCopy()
 	read.UID = "first"
 	claim := &bindv1alpha1.DNSRecordStatus{AppliedValues: []string{"192.0.2.1"}}
-	g.Expect(replaceStatus(ctx, c, read, &read.Status, claim)).NotTo(Succeed())
+	g.Expect(ReplaceStatus(ctx, c, read, &read.Status, claim)).NotTo(Succeed())
 	var stored bindv1alpha1.DNSRecord
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(now), &stored)).To(Succeed())
 	g.Expect(stored.Status.AppliedValues).To(BeEmpty(), "the first object's claim on the second")
 
-	g.Expect(replaceStatus(ctx, c, &stored, &stored.Status, claim)).To(Succeed())
+	g.Expect(ReplaceStatus(ctx, c, &stored, &stored.Status, claim)).To(Succeed())
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(now), &stored)).To(Succeed())
 	g.Expect(stored.Status.AppliedValues).To(Equal(claim.AppliedValues))
 }
@@ -104,12 +104,12 @@ func TestReplaceStatusReportsAnotherObjectAsNotFound(t *testing.T) {
 	claim := &bindv1alpha1.DNSRecordStatus{AppliedValues: []string{"192.0.2.1"}}
 
 	answer = apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "testing value /metadata/uid failed", 0, false)
-	err := replaceStatus(ctx, c, rec, &rec.Status, claim)
+	err := ReplaceStatus(ctx, c, rec, &rec.Status, claim)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 
 	answer = apierrors.NewInvalid(schema.GroupKind{Group: bindv1alpha1.GroupVersion.Group, Kind: "DNSRecord"}, "www",
 		field.ErrorList{field.Invalid(field.NewPath("status", "appliedValues"), "x", "must be a list")})
-	err = replaceStatus(ctx, c, rec, &rec.Status, claim)
+	err = ReplaceStatus(ctx, c, rec, &rec.Status, claim)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	g.Expect(apierrors.IsNotFound(err)).To(BeFalse())
 }

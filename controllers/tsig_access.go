@@ -40,7 +40,7 @@ func (e *ImportedSecretMissingError) Error() string {
 	return fmt.Sprintf("BindTSIGKey %q imports Secret %q, which does not exist; create it with the key material in its %q entry, or remove importExisting so that the operator generates a key", e.Key, e.Secret, bindv1alpha1.TSIGSecretKey)
 }
 
-// keySecretUsable is the one place that decides whether the material in
+// KeySecretUsable is the one place that decides whether the material in
 // Secret s may be used for BindTSIGKey k: only when s is the key's own
 // (the BindTSIGKey reconciler created it with a controller reference to
 // the key's UID) or the key imports it (importExisting, which admission
@@ -53,7 +53,7 @@ func (e *ImportedSecretMissingError) Error() string {
 // cluster's keys Secret and the BIND pods, or sign UPDATEs with it. Every
 // reader of key material (keyMaterial) and the key's own reconciler ask
 // here, before they look at the Secret's data.
-func keySecretUsable(k *bindv1alpha1.BindTSIGKey, s *corev1.Secret) error {
+func KeySecretUsable(k *bindv1alpha1.BindTSIGKey, s *corev1.Secret) error {
 	if k.Spec.ImportExisting || metav1.IsControlledBy(s, k) {
 		return nil
 	}

@@ -64,7 +64,7 @@ func TestKeySecretUsable(t *testing.T) {
 			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: bindv1alpha1.GroupVersion.String(), Kind: "BindTSIGKey", Name: "mine", UID: "uid-old", Controller: ptr.To(true)}}
 		}), false},
 	} {
-		err := keySecretUsable(c.key, c.s)
+		err := KeySecretUsable(c.key, c.s)
 		if c.ok {
 			if err != nil {
 				t.Errorf("%s: refused: %v", c.desc, err)

@@ -10,9 +10,9 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
-// generateTSIGSecret returns fresh base64 key material for the algorithm,
+// GenerateTSIGSecret returns fresh base64 key material for the algorithm,
 // as long as the algorithm's output (TSIGAlgorithm.KeyBytes).
-func generateTSIGSecret(alg bindv1alpha1.TSIGAlgorithm) (string, error) {
+func GenerateTSIGSecret(alg bindv1alpha1.TSIGAlgorithm) (string, error) {
 	n := alg.KeyBytes()
 	if n == 0 {
 		return "", fmt.Errorf("unsupported TSIG algorithm %q", alg)
@@ -24,9 +24,9 @@ func generateTSIGSecret(alg bindv1alpha1.TSIGAlgorithm) (string, error) {
 	return base64.StdEncoding.EncodeToString(buf), nil
 }
 
-// checkTSIGSecret says why material is unusable, or nil. It never echoes
+// CheckTSIGSecret says why material is unusable, or nil. It never echoes
 // the material itself.
-func checkTSIGSecret(material []byte) error {
+func CheckTSIGSecret(material []byte) error {
 	if len(material) == 0 {
 		return fmt.Errorf("it has no %q entry", bindv1alpha1.TSIGSecretKey)
 	}
@@ -40,11 +40,11 @@ func checkTSIGSecret(material []byte) error {
 	return nil
 }
 
-// tsigDefaults are the Secret, key name and algorithm of a key: the
+// TSIGDefaults are the Secret, key name and algorithm of a key: the
 // stored ones, or the defaults the mutating webhook fills
 // (BindTSIGKey.SetDefaults), so the controller behaves the same on objects
 // stored without the webhook.
-func tsigDefaults(k *bindv1alpha1.BindTSIGKey) (secretName, keyName string, alg bindv1alpha1.TSIGAlgorithm) {
+func TSIGDefaults(k *bindv1alpha1.BindTSIGKey) (secretName, keyName string, alg bindv1alpha1.TSIGAlgorithm) {
 	d := bindv1alpha1.BindTSIGKey{ObjectMeta: metav1.ObjectMeta{Name: k.Name}, Spec: k.Spec}
 	d.SetDefaults()
 	return d.Spec.SecretName, string(d.Spec.KeyName), d.Spec.Algorithm

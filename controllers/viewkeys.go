@@ -44,7 +44,7 @@ func viewKeys(current map[string][]byte, views []bindv1alpha1.BindView, generate
 			if !generate {
 				continue
 			}
-			s, err := generateTSIGSecret(viewKeyAlgorithm)
+			s, err := GenerateTSIGSecret(viewKeyAlgorithm)
 			if err != nil {
 				return nil, err
 			}

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -120,7 +121,7 @@ func runRSSChild(mode string) error {
 			Options: controllers.ClusterOptions{BindImage: version.BindImage(), AgentImage: version.OperatorImage()}}).SetupWithManager(m); err != nil {
 			return err
 		}
-		return (&controllers.BindTSIGKeyReconciler{Client: m.GetClient()}).SetupWithManager(m)
+		return (&tsigkey.BindTSIGKeyReconciler{Client: m.GetClient()}).SetupWithManager(m)
 	})
 	if err != nil {
 		return err

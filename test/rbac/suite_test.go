@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -124,7 +125,7 @@ func TestMain(m *testing.M) {
 					Paths:              render.DefaultPaths(),
 					SecretResyncPeriod: time.Second,
 				},
-				&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second},
+				&tsigkey.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second},
 				&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
 				&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
 				&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},

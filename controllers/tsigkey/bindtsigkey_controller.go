@@ -1,4 +1,4 @@
-package controllers
+package tsigkey
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+
+	"git.unkin.net/unkin/bind-operator/controllers"
 )
 
 // annotationTemplateKeys remembers which labels and annotations of a
@@ -36,7 +38,7 @@ type BindTSIGKeyReconciler struct {
 	// Rechecks runs the current admission rules over the key
 	// (docs/behaviours.md, "Stored objects are re-checked"); nil
 	// re-checks nothing.
-	Rechecks *Rechecks
+	Rechecks *controllers.Rechecks
 	// SecretResyncPeriod is how often a key whose Secret the operator did
 	// not generate (imported, missing for import, or in a conflict) reads
 	// it again: such Secrets are not cached, so no watch reports them.
@@ -57,7 +59,7 @@ type BindTSIGKeyReconciler struct {
 func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var key bindv1alpha1.BindTSIGKey
 	if err := r.Client.Get(ctx, req.NamespacedName, &key); err != nil {
-		return ctrl.Result{}, r.Rechecks.gone(&key, req.NamespacedName, err)
+		return ctrl.Result{}, r.Rechecks.Gone(&key, req.NamespacedName, err)
 	}
 	if key.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
@@ -65,7 +67,7 @@ func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if msg := r.Rechecks.Check(&key); msg != "" {
 		return ctrl.Result{}, r.invalidKey(ctx, &key, msg)
 	}
-	secretName, keyName, alg := tsigDefaults(&key)
+	secretName, keyName, alg := controllers.TSIGDefaults(&key)
 	status := key.Status.DeepCopy()
 	status.ObservedGeneration = key.Generation
 	status.SecretName = secretName
@@ -80,15 +82,15 @@ func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		(prev == nil || prev.Reason != cond.Reason || prev.Status != cond.Status) {
 		r.Recorder.Eventf(&key, nil, corev1.EventTypeWarning, cond.Reason, "Reconcile", "%s", cond.Message)
 	}
-	setCondition(&status.Conditions, &key, cond.Type, cond.Status, cond.Reason, cond.Message)
+	controllers.SetCondition(&status.Conditions, &key, cond.Type, cond.Status, cond.Reason, cond.Message)
 	var result ctrl.Result
 	if key.Spec.ImportExisting || cond.Reason == bindv1alpha1.ReasonSecretConflict {
 		result.RequeueAfter = r.SecretResyncPeriod
 		if result.RequeueAfter <= 0 {
-			result.RequeueAfter = DefaultSecretResyncPeriod
+			result.RequeueAfter = controllers.DefaultSecretResyncPeriod
 		}
 	}
-	return result, patchStatus(ctx, r.Client, &key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
+	return result, controllers.PatchStatus(ctx, r.Client, &key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
 }
 
 func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1alpha1.BindTSIGKey, secretName, keyName string, alg bindv1alpha1.TSIGAlgorithm) (metav1.Condition, error) {
@@ -103,14 +105,14 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 		if !exists {
 			return notReady(bindv1alpha1.ReasonSecretMissing, fmt.Sprintf("the Secret %q to import does not exist; create it with the base64 key under %q", secretName, bindv1alpha1.TSIGSecretKey)), nil
 		}
-		if err := checkTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
+		if err := controllers.CheckTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
 			return notReady(bindv1alpha1.ReasonSecretUnusable, fmt.Sprintf("the imported Secret %q is unusable: %v", secretName, err)), nil
 		}
 		return ready(bindv1alpha1.ReasonKeyImported, fmt.Sprintf("using the imported Secret %q (never modified by the operator)", secretName)), nil
 	}
 
 	if !exists {
-		material, err := generateTSIGSecret(alg)
+		material, err := controllers.GenerateTSIGSecret(alg)
 		if err != nil {
 			return metav1.Condition{}, err
 		}
@@ -134,7 +136,7 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 		return ready(bindv1alpha1.ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
 	}
 
-	if keySecretUsable(key, &secret) != nil {
+	if controllers.KeySecretUsable(key, &secret) != nil {
 		return notReady(bindv1alpha1.ReasonSecretConflict, fmt.Sprintf("the Secret %q exists but was not created for this BindTSIGKey; set importExisting: true to adopt it, or choose another secretName", secretName)), nil
 	}
 	// Material is generated once: an existing Secret keeps its key, only
@@ -146,7 +148,7 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 			return metav1.Condition{}, err
 		}
 	}
-	if err := checkTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
+	if err := controllers.CheckTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
 		return notReady(bindv1alpha1.ReasonSecretUnusable, fmt.Sprintf("the Secret %q is unusable: %v; delete the Secret to generate a new key", secretName, err)), nil
 	}
 	return ready(bindv1alpha1.ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
@@ -254,7 +256,7 @@ func (r *BindTSIGKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		var reqs []reconcile.Request
 		for _, k := range keys.Items {
-			if name, _, _ := tsigDefaults(&k); name == o.GetName() {
+			if name, _, _ := controllers.TSIGDefaults(&k); name == o.GetName() {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&k)})
 			}
 		}
@@ -265,4 +267,13 @@ func (r *BindTSIGKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, bySecretName).
 		Named("bindtsigkey").
 		Complete(r)
+}
+
+// invalidKey reports a key the current rules refuse: no Secret is
+// generated or updated for it, and no render uses its material.
+func (r *BindTSIGKeyReconciler) invalidKey(ctx context.Context, key *bindv1alpha1.BindTSIGKey, msg string) error {
+	status := key.Status.DeepCopy()
+	status.ObservedGeneration = key.Generation
+	controllers.ReportInvalid(r.Recorder, key, &status.Conditions, msg)
+	return controllers.PatchStatus(ctx, r.Client, key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
 }
