@@ -112,7 +112,7 @@ func (r *ConfigStatusReconciler) onEveryPod(ctx context.Context, c *bindv1alpha1
 		for j, view := range views {
 			wg.Go(func() {
 				err := func() error {
-					ac, err := r.agents.get(ctx, c, pod.AgentAddr)
+					ac, err := r.agents.Get(ctx, c, pod.AgentAddr)
 					if err != nil {
 						return err
 					}

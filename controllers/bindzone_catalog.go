@@ -29,9 +29,9 @@ func (r *BindZoneReconciler) ensureCatalogMember(ctx context.Context, zone *bind
 	if err != nil {
 		return err
 	}
-	owner := catalogMemberOwner(cat, t.zoneName)
+	owner := CatalogMemberOwner(cat, t.zoneName)
 	want := []string{records.ZoneFQDN(t.zoneName)}
-	if vals, _, err := servedValues(ctx, t.srv, owner, dns.TypePTR); err == nil && slices.Equal(vals, want) {
+	if vals, _, err := ServedValues(ctx, t.srv, owner, dns.TypePTR); err == nil && slices.Equal(vals, want) {
 		return nil
 	}
 	srv := ZoneServer{Addr: t.srv.Addr, Key: key}
@@ -42,7 +42,7 @@ func (r *BindZoneReconciler) ensureCatalogMember(ctx context.Context, zone *bind
 		return &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("adding the zone to catalog %s failed: %v", cat, err)), 30 * time.Second}
 	}
 	r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "CatalogMemberAdded", "Update", "zone %s added to catalog %s", t.zoneName, cat)
-	if err := notifySecondaries(ctx, t.pods, cat, key); err != nil {
+	if err := NotifySecondaries(ctx, t.pods, cat, key); err != nil {
 		r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "NotifyFailed", "Notify", "the secondaries did not take the catalog NOTIFY (they catch up at the SOA refresh): %v", agent.Bound(err.Error()))
 	}
 	return nil
@@ -57,7 +57,7 @@ func (r *BindZoneReconciler) catalog(ctx context.Context, namespace, name string
 		}
 		return "", dnsclient.Key{}, err
 	}
-	key, err := loadUpdateKey(ctx, r.Client, namespace, cat.Spec.TransferKeyRef.Name)
+	key, err := LoadUpdateKey(ctx, r.Client, namespace, cat.Spec.TransferKeyRef.Name)
 	if err != nil {
 		return "", dnsclient.Key{}, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 	}
@@ -84,9 +84,9 @@ func (r *BindZoneReconciler) removeCatalogMember(ctx context.Context, zone *bind
 		if err != nil {
 			return err
 		}
-		srv := ZoneServer{Addr: joinHostPort(addr, port), Key: key}
+		srv := ZoneServer{Addr: JoinHostPort(addr, port), Key: key}
 		err = r.Updates.Submit(ctx, srv, cat, dnsclient.Change{
-			Op: dnsclient.Delete, Set: dnsclient.RRSet{Name: catalogMemberOwner(cat, zoneName), Type: dns.TypePTR},
+			Op: dnsclient.Delete, Set: dnsclient.RRSet{Name: CatalogMemberOwner(cat, zoneName), Type: dns.TypePTR},
 			Prev: []string{records.ZoneFQDN(zoneName)},
 		})
 		var rc *dnsclient.RcodeError
@@ -95,7 +95,7 @@ func (r *BindZoneReconciler) removeCatalogMember(ctx context.Context, zone *bind
 		}
 		if err == nil {
 			if pods, perr := r.Endpoints.Pods(ctx, cluster); perr == nil {
-				_ = notifySecondaries(ctx, pods, cat, key)
+				_ = NotifySecondaries(ctx, pods, cat, key)
 			}
 		}
 	}

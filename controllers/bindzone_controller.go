@@ -94,7 +94,7 @@ type BindZoneReconciler struct {
 	// bindv1alpha1.DefaultClusterDomain.
 	ClusterDomain string
 
-	agents *agentClients
+	agents *AgentClients
 	owners *zoneOwners
 	// caughtUp carries the zones the bindzone-replication controller saw
 	// served by every secondary while their Ready said Replicating, and
@@ -258,7 +258,7 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Paths == (render.Paths{}) {
 		r.Paths = render.DefaultPaths()
 	}
-	r.agents = &agentClients{Client: mgr.GetClient()}
+	r.agents = &AgentClients{Client: mgr.GetClient()}
 	zoneRecords, err := recordindex.Zones(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ func (r *BindZoneReconciler) observeDNSSEC(ctx context.Context, zone *bindv1alph
 		status.DNSSEC = nil
 		return
 	}
-	rrs, err := servedRRs(ctx, t.srv.Addr, t.srv.ReadKey(), records.ZoneFQDN(t.zoneName), dns.TypeDNSKEY)
+	rrs, err := ServedRRs(ctx, t.srv.Addr, t.srv.ReadKey(), records.ZoneFQDN(t.zoneName), dns.TypeDNSKEY)
 	if err != nil {
 		return
 	}

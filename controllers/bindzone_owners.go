@@ -69,7 +69,7 @@ type zoneOwners struct {
 	records   *recordindex.Index // recordindex.Zones
 	deleted   *DeletedRecords
 	endpoints PodEndpoints
-	agents    *agentClients
+	agents    *AgentClients
 	servers   ZoneServerResolver
 	updates   *batch.Updates
 	// rechecks: a zone the current rules refuse sends nothing; its agent
@@ -114,7 +114,7 @@ func (o *zoneOwners) push(ctx context.Context, zone *bindv1alpha1.BindZone) erro
 		return nil // the pod watch brings the zone back once the primary has an address
 	}
 	addr := pods[0].AgentAddr
-	sent := ownersSent{agent: agentKey(cluster, addr), digest: ownersDigest(req), at: time.Now()}
+	sent := ownersSent{agent: AgentKey(cluster, addr), digest: ownersDigest(req), at: time.Now()}
 	o.mu.Lock()
 	last, had := o.sent[key]
 	o.mu.Unlock()
@@ -122,7 +122,7 @@ func (o *zoneOwners) push(ctx context.Context, zone *bindv1alpha1.BindZone) erro
 	if had && last.digest == sent.digest && time.Since(last.at) < ownersResync {
 		return nil
 	}
-	ac, err := o.agents.get(ctx, cluster, addr)
+	ac, err := o.agents.Get(ctx, cluster, addr)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ const sweepParallel = 256
 // a sweep on their first push.
 //
 // An agent is a pod's address, and every roll gives the primary a new
-// one: answers nobody asked for in agentClientIdle are dropped, as the
+// one: answers nobody asked for in AgentClientIdle are dropped, as the
 // agents' clients are, so the cache holds the live primaries, not every
 // primary the operator ever pushed to. An agent idle that long is asked
 // again; its answer then includes the owners this operator pushed, which
@@ -67,7 +67,7 @@ func (s *storedOwners) answer(agentKey string) *storedAnswer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byAgent == nil {
-		s.byAgent = idlecache.New(agentClientIdle, func(*storedAnswer) {}, s.now)
+		s.byAgent = idlecache.New(AgentClientIdle, func(*storedAnswer) {}, s.now)
 	}
 	a, ok := s.byAgent.Get(agentKey)
 	if !ok {

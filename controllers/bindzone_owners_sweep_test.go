@@ -135,7 +135,7 @@ func TestStoredOwnersAskOnceUnderConcurrentPushes(t *testing.T) {
 
 // TestStoredOwnersForgetPastPrimaries: every roll gives the primary a new
 // address, and the answers of addresses nobody asked for in
-// agentClientIdle go, so the cache holds the live primaries only; a live
+// AgentClientIdle go, so the cache holds the live primaries only; a live
 // one is not asked again.
 func TestStoredOwnersForgetPastPrimaries(t *testing.T) {
 	g := NewWithT(t)

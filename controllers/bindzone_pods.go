@@ -31,11 +31,11 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 	}
 	soa := r.soaSpec(zone, t)
 	seed := render.SeedZoneWithGlue(t.zoneName, soa, zone.EffectiveDefaultTTL(), mnameGlue(t.zoneName, string(soa.PrimaryNameServer), zone.Spec.Records))
-	ac, err := r.agents.get(ctx, t.cluster, prim.AgentAddr)
+	ac, err := r.agents.Get(ctx, t.cluster, prim.AgentAddr)
 	if err != nil {
 		return false, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
-	res, err := r.Zones.Ensure(ctx, agentKey(t.cluster, prim.AgentAddr), ac, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: clause, Seed: seed})
+	res, err := r.Zones.Ensure(ctx, AgentKey(t.cluster, prim.AgentAddr), ac, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: clause, Seed: seed})
 	if err != nil {
 		return false, agentProblem(prim.Pod, err)
 	}
@@ -48,11 +48,11 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 			if err != nil {
 				return false, err
 			}
-			sc, err := r.agents.get(ctx, t.cluster, s.AgentAddr)
+			sc, err := r.agents.Get(ctx, t.cluster, s.AgentAddr)
 			if err != nil {
 				return false, &problem{bindv1alpha1.ReasonAgentError, err.Error(), 10 * time.Second}
 			}
-			if _, err := r.Zones.Ensure(ctx, agentKey(t.cluster, s.AgentAddr), sc, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: sclause}); err != nil {
+			if _, err := r.Zones.Ensure(ctx, AgentKey(t.cluster, s.AgentAddr), sc, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: sclause}); err != nil {
 				return false, agentProblem(s.Pod, err)
 			}
 		}
@@ -131,7 +131,7 @@ func (r *BindZoneReconciler) removeFromPods(ctx context.Context, zone *bindv1alp
 		if !p.Primary && zone.Spec.CatalogZoneRef != nil {
 			continue // the catalog removal deletes the secondaries' copies
 		}
-		ac, err := r.agents.get(ctx, &cluster, p.AgentAddr)
+		ac, err := r.agents.Get(ctx, &cluster, p.AgentAddr)
 		if err != nil {
 			errs = append(errs, err)
 			continue

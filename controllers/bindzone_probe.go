@@ -37,7 +37,7 @@ func (r *BindZoneReconciler) transferReason(ctx context.Context, cluster *bindv1
 		}
 		req.Primaries = append(req.Primaries, pp)
 	}
-	ac, err := r.agents.get(ctx, cluster, pod.AgentAddr)
+	ac, err := r.agents.Get(ctx, cluster, pod.AgentAddr)
 	if err != nil {
 		return ""
 	}

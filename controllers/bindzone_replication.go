@@ -104,15 +104,15 @@ func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.state.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	serial, err := soaSerial(qctx, primary.DNSAddr, readKey, zoneName)
+	serial, err := SOASerial(qctx, primary.DNSAddr, readKey, zoneName)
 	if err != nil {
 		// The primary does not answer (restarting): look again later.
 		return ctrl.Result{RequeueAfter: r.state.looked(req.NamespacedName, nil, true)}, nil
 	}
-	now := servedSerials(qctx, secondaries, readKey, zoneName)
+	now := ServedSerials(qctx, secondaries, readKey, zoneName)
 	behind := false
 	for _, s := range now {
-		behind = behind || s.Serial == nil || serialNewer(serial, uint32(*s.Serial)) //nolint:gosec // serials are uint32 on the wire
+		behind = behind || s.Serial == nil || SerialNewer(serial, uint32(*s.Serial)) //nolint:gosec // serials are uint32 on the wire
 	}
 	if !behind {
 		r.state.forget(req.NamespacedName)
@@ -142,7 +142,7 @@ func (r replicationReconciler) replicationTarget(ctx context.Context, zone *bind
 		}
 		readKey, notifyKey = &k, &k
 	} else if name, err := TransferKeyRef(ctx, r.Client, &cluster, zone); err == nil && name != "" {
-		k, err := loadUpdateKey(ctx, r.Client, zone.Namespace, name)
+		k, err := LoadUpdateKey(ctx, r.Client, zone.Namespace, name)
 		if err != nil {
 			return nil, nil, nil, false
 		}
@@ -192,7 +192,7 @@ func stuckSecondaries(before, now *serialLook) map[string]bool {
 	}
 	for pod, served := range now.served {
 		prev, seen := before.served[pod]
-		if seen && prev == served && serialNewer(before.primary, uint32(prev)) && serialNewer(now.primary, uint32(served)) { //nolint:gosec // serials are uint32 on the wire
+		if seen && prev == served && SerialNewer(before.primary, uint32(prev)) && SerialNewer(now.primary, uint32(served)) { //nolint:gosec // serials are uint32 on the wire
 			stuck[pod] = true
 		}
 	}

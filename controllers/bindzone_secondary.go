@@ -55,13 +55,13 @@ func (r *BindZoneReconciler) observeSecondary(ctx context.Context, zone *bindv1a
 	name := records.CanonicalZone(string(zone.Spec.ZoneName))
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	secs := servedSerials(qctx, pods, key, name)
+	secs := ServedSerials(qctx, pods, key, name)
 	var missing []string
 	var newest *uint32
 	for _, st := range secs {
 		if st.Serial == nil {
 			missing = append(missing, st.Pod)
-		} else if serial := uint32(*st.Serial); newest == nil || serialNewer(serial, *newest) { //nolint:gosec // serials are uint32 on the wire
+		} else if serial := uint32(*st.Serial); newest == nil || SerialNewer(serial, *newest) { //nolint:gosec // serials are uint32 on the wire
 			newest = ptr.To(serial)
 		}
 	}

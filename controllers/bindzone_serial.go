@@ -23,11 +23,11 @@ func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alph
 			secs = append(secs, uint32(*s.Serial)) //nolint:gosec // serials are uint32 on the wire
 		}
 	}
-	past, ahead := newestSerial(uint32(*status.Serial), secs) //nolint:gosec // as above
+	past, ahead := NewestSerial(uint32(*status.Serial), secs) //nolint:gosec // as above
 	if !ahead {
 		return false, nil
 	}
-	old, raised, err := raiseSerial(ctx, t.srv, t.zoneName, past)
+	old, raised, err := RaiseSerial(ctx, t.srv, t.zoneName, past)
 	if err != nil {
 		return false, err
 	}
@@ -63,6 +63,6 @@ func notifyStuck(ctx context.Context, secondaries []PodEndpoint, stuck map[strin
 		}
 	}
 	if len(pods) > 0 {
-		_ = notifySecondaries(ctx, pods, zone, key)
+		_ = NotifySecondaries(ctx, pods, zone, key)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
 
 // problem is a reconcile outcome that goes to the Ready condition.
@@ -40,12 +39,12 @@ func (r *BindZoneReconciler) report(zone *bindv1alpha1.BindZone, status *bindv1a
 func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) bool {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	primary, err := soaSerial(qctx, t.primary().DNSAddr, t.readKey, t.zoneName)
+	primary, err := SOASerial(qctx, t.primary().DNSAddr, t.readKey, t.zoneName)
 	if err != nil {
 		status.Serial = nil
 		return false
 	}
-	return observed(status, primary, servedSerials(qctx, t.secondaries(), t.readKey, t.zoneName))
+	return observed(status, primary, ServedSerials(qctx, t.secondaries(), t.readKey, t.zoneName))
 }
 
 // observed records a look at a zone's pods in status: the primary serves
@@ -69,21 +68,6 @@ func setServed(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus)
 		fmt.Sprintf("zone %s is served by the primary (serial %d) and every secondary.", zone.Spec.ZoneName, ptr.Deref(status.Serial, 0)))
 }
 
-// servedSerials asks each pod for the zone's serial and returns, per pod,
-// the serial it serves: nil when it does not answer for the zone. InSync
-// is the caller's to set. ctx bounds all the queries.
-func servedSerials(ctx context.Context, pods []PodEndpoint, key *dnsclient.Key, zone string) []bindv1alpha1.SecondaryZoneStatus {
-	out := make([]bindv1alpha1.SecondaryZoneStatus, 0, len(pods))
-	for _, p := range pods {
-		st := bindv1alpha1.SecondaryZoneStatus{Pod: p.Pod}
-		if serial, err := soaSerial(ctx, p.DNSAddr, key, zone); err == nil {
-			st.Serial = ptr.To(int64(serial))
-		}
-		out = append(out, st)
-	}
-	return out
-}
-
 // capSecondaries keeps the first 16 pods, the CRD's bound on
 // status.secondaries.
 func capSecondaries(secs []bindv1alpha1.SecondaryZoneStatus) []bindv1alpha1.SecondaryZoneStatus {
@@ -91,17 +75,6 @@ func capSecondaries(secs []bindv1alpha1.SecondaryZoneStatus) []bindv1alpha1.Seco
 		return secs[:16]
 	}
 	return secs
-}
-
-// soaSerial asks one named for a zone's serial over TCP, signed with key
-// when there is one (a zone in a view is only reachable with its key).
-func soaSerial(ctx context.Context, addr string, key *dnsclient.Key, zone string) (uint32, error) {
-	c, err := dnsclient.New(addr, key, dnsclient.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	return c.Serial(ctx, zone)
 }
 
 // setZoneCondition sets a zone's Ready condition. Its messages carry text

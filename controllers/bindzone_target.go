@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -171,7 +169,7 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 		in.Keys[keyObj] = m
 	}
 	if xfr, err := TransferKeyRef(ctx, r.Client, cluster, zone); err == nil && xfr != "" {
-		k, err := loadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
+		k, err := LoadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
 		if err != nil {
 			return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 		}
@@ -183,7 +181,3 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 // clauseControlKey stands in for the rndc control key when building zone
 // clauses: render validates it, but no clause ever names it.
 var clauseControlKey = render.TSIGKey{Name: bindv1alpha1.ControlKeyName, Algorithm: string(bindv1alpha1.TSIGHMACSHA256), Secret: base64.StdEncoding.EncodeToString(make([]byte, 32))}
-
-func joinHostPort(addr string, port int32) string {
-	return net.JoinHostPort(addr, strconv.Itoa(int(port)))
-}

@@ -36,17 +36,17 @@ func CatalogMemberLabel(zone string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// catalogMemberOwner is the owner of a member's PTR in the catalog:
+// CatalogMemberOwner is the owner of a member's PTR in the catalog:
 // <label>.zones.<catalog>.
-func catalogMemberOwner(catalog, zone string) string {
+func CatalogMemberOwner(catalog, zone string) string {
 	return CatalogMemberLabel(zone) + ".zones." + records.ZoneFQDN(catalog)
 }
 
-// catalogMembers extracts the member zones (sorted, canonical, without the
+// CatalogMembers extracts the member zones (sorted, canonical, without the
 // trailing dot) from a catalog's records. Anything that is not a PTR
 // directly under zones.<catalog> is ignored: the records come from a
 // transfer and are untrusted.
-func catalogMembers(catalog string, rrs []dns.RR) []string {
+func CatalogMembers(catalog string, rrs []dns.RR) []string {
 	suffix := ".zones." + records.ZoneFQDN(catalog)
 	seen := map[string]bool{}
 	for _, rr := range rrs {
@@ -72,14 +72,14 @@ func sortedSet(m map[string]bool) []string {
 	return out
 }
 
-// notifySecondaries sends a NOTIFY for zone, TSIG-signed with key, to every
+// NotifySecondaries sends a NOTIFY for zone, TSIG-signed with key, to every
 // secondary. The catalog zone is declared in named.conf, where pod IPs may
 // never appear (docs/behaviours.md, "No pod IP in restart-scoped config"),
 // so the primary cannot also-notify the secondaries for it; the operator,
 // which holds K, tells them instead. The secondaries accept it through
 // allow-notify { key K; } and then query and transfer from the primary
 // Service as usual. Best effort: the SOA refresh is the fallback.
-func notifySecondaries(ctx context.Context, pods []PodEndpoint, zone string, key dnsclient.Key) error {
+func NotifySecondaries(ctx context.Context, pods []PodEndpoint, zone string, key dnsclient.Key) error {
 	var errs []error
 	for _, p := range pods {
 		if p.Primary {

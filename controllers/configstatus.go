@@ -37,7 +37,7 @@ type ConfigStatusReconciler struct {
 	// Endpoints locates the pods a BindPolicy is enforced on; nil means
 	// KubePods.
 	Endpoints PodEndpoints
-	agents    *agentClients
+	agents    *AgentClients
 	// PolicyRecheck is how often a BindPolicy is looked at again (pods
 	// come and go); default 30 s.
 	PolicyRecheck time.Duration
@@ -53,7 +53,7 @@ func (r *ConfigStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Endpoints == nil {
 		r.Endpoints = KubePods{Client: mgr.GetClient()}
 	}
-	r.agents = &agentClients{Client: mgr.GetClient()}
+	r.agents = &AgentClients{Client: mgr.GetClient()}
 	for _, k := range []struct {
 		name    string
 		obj     client.Object

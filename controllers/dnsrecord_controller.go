@@ -304,7 +304,7 @@ func (r *DNSRecordReconciler) resyncPeriod() time.Duration {
 
 // alreadyServed tells whether the primary already serves exactly rrset.
 func (r *DNSRecordReconciler) alreadyServed(ctx context.Context, srv ZoneServer, rrset dnsclient.RRSet) bool {
-	values, ttl, err := servedValues(ctx, srv, rrset.Name, rrset.Type)
+	values, ttl, err := ServedValues(ctx, srv, rrset.Name, rrset.Type)
 	return err == nil && ttl == rrset.TTL && slices.Equal(values, rrset.Values)
 }
 

@@ -123,35 +123,35 @@ func sortEndpoints(eps []PodEndpoint) {
 	})
 }
 
-// agentKey names one pod's agent: the key of its cached client and of its
+// AgentKey names one pod's agent: the key of its cached client and of its
 // queue in the zone batcher, so zones of one pod share a queue and
 // different clusters never do.
-func agentKey(cluster *bindv1alpha1.BindCluster, addr string) string {
+func AgentKey(cluster *bindv1alpha1.BindCluster, addr string) string {
 	return cluster.Namespace + "/" + cluster.Name + "|" + addr
 }
 
-// agentClients builds and caches agent clients from the cluster's agent CA
+// AgentClients builds and caches agent clients from the cluster's agent CA
 // Secret (<cluster>-agent-ca: CA certificate, operator client certificate
 // and key). A renewed certificate replaces the cached client.
-type agentClients struct {
+type AgentClients struct {
 	Client client.Reader
 
 	mu      sync.Mutex // one client per key, even when callers race
 	clients *idlecache.Cache[cachedAgent]
 }
 
-// agentClientIdle is how long an agent client may go unused before it is
+// AgentClientIdle is how long an agent client may go unused before it is
 // closed and forgotten: its pod was replaced (a new IP) or its cluster
 // deleted. Every BindZone resync uses a live pod's client far more often.
-const agentClientIdle = 15 * time.Minute
+const AgentClientIdle = 15 * time.Minute
 
 type cachedAgent struct {
 	stamp  [32]byte
 	client *agent.Client
 }
 
-// get returns a client for the agent at addr in cluster's pods.
-func (a *agentClients) get(ctx context.Context, cluster *bindv1alpha1.BindCluster, addr string) (*agent.Client, error) {
+// Get returns a client for the agent at addr in cluster's pods.
+func (a *AgentClients) Get(ctx context.Context, cluster *bindv1alpha1.BindCluster, addr string) (*agent.Client, error) {
 	var s corev1.Secret
 	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: agentCASecretName(cluster)}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -167,11 +167,11 @@ func (a *agentClients) get(ctx context.Context, cluster *bindv1alpha1.BindCluste
 	}
 	var stamp [32]byte
 	copy(stamp[:], h.Sum(nil))
-	id := agentKey(cluster, addr)
+	id := AgentKey(cluster, addr)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.clients == nil {
-		a.clients = idlecache.New(agentClientIdle, func(c cachedAgent) { c.client.Close() }, nil)
+		a.clients = idlecache.New(AgentClientIdle, func(c cachedAgent) { c.client.Close() }, nil)
 	}
 	if c, ok := a.clients.Get(id); ok && c.stamp == stamp {
 		return c.client, nil
@@ -182,4 +182,9 @@ func (a *agentClients) get(ctx context.Context, cluster *bindv1alpha1.BindCluste
 	}
 	a.clients.Put(id, cachedAgent{stamp: stamp, client: c})
 	return c, nil
+}
+
+// JoinHostPort is addr:port, bracketed for IPv6.
+func JoinHostPort(addr string, port int32) string {
+	return net.JoinHostPort(addr, strconv.Itoa(int(port)))
 }

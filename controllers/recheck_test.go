@@ -262,9 +262,9 @@ func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
 	other := &bindv1alpha1.DNSRecord{ObjectMeta: meta("other"), Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "z"},
 		Name: "api", Type: "A", Values: []string{"192.0.2.2"}}}
 	view := refused(&bindv1alpha1.BindView{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}}}, "records")
-	cat := refused(&bindv1alpha1.BindCatalogZone{ObjectMeta: meta("cat")}, "records")
+
 	cluster := refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "records")
-	objs := []client.Object{zone, rec, other, view, cat, cluster}
+	objs := []client.Object{zone, rec, other, view, cluster}
 	c := fake.NewClientBuilder().WithScheme(recheckScheme(t)).WithObjects(objs...).WithStatusSubresource(objs...).Build()
 	rc := NewRechecks(labelRules(nil))
 	req := func(name string) ctrl.Request {
@@ -311,14 +311,6 @@ func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
 		g.Expect(r.invalidConfig(ctx, &v, rc.Check(&v))).To(Succeed())
 		g.Expect(c.Get(ctx, req("v").NamespacedName, &v)).To(Succeed())
 		expectInvalid(g, v.Status.Conditions, recorder)
-	})
-	t.Run("BindCatalogZone", func(t *testing.T) {
-		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
-		_, err := (&BindCatalogZoneReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("cat"))
-		g.Expect(err).NotTo(HaveOccurred())
-		var got bindv1alpha1.BindCatalogZone
-		g.Expect(c.Get(ctx, req("cat").NamespacedName, &got)).To(Succeed())
-		expectInvalid(g, got.Status.Conditions, recorder)
 	})
 	t.Run("BindCluster", func(t *testing.T) {
 		g, recorder := NewWithT(t), events.NewFakeRecorder(10)

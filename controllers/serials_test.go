@@ -20,8 +20,8 @@ func TestSerialNewer(t *testing.T) {
 		{1_800_000_000, 1, true},
 		{1, 1_800_000_000, false},
 	} {
-		if got := serialNewer(tc.a, tc.b); got != tc.want {
-			t.Errorf("serialNewer(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
+		if got := SerialNewer(tc.a, tc.b); got != tc.want {
+			t.Errorf("SerialNewer(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }
@@ -40,7 +40,7 @@ func TestNewestSerial(t *testing.T) {
 		{"re-seeded primary", 1, []uint32{1_800_000_010, 1_800_000_012, 3}, 1_800_000_012, true},
 		{"across the wrap", 0xFFFFFFF0, []uint32{2}, 2, true},
 	} {
-		got, ahead := newestSerial(tc.primary, tc.secondaries)
+		got, ahead := NewestSerial(tc.primary, tc.secondaries)
 		if got != tc.want || ahead != tc.wantAhead {
 			t.Errorf("%s: got (%d, %v), want (%d, %v)", tc.name, got, ahead, tc.want, tc.wantAhead)
 		}

@@ -11,12 +11,12 @@ import (
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
-// servedValues asks the zone's primary, over TCP, for one record set and
+// ServedValues asks the zone's primary, over TCP, for one record set and
 // returns its canonical rdata, sorted. It tells a record set this operator
 // already wrote (a retry after a lost reply, or a stale cache) from someone
 // else's.
-func servedValues(ctx context.Context, srv ZoneServer, fqdn string, rrtype uint16) ([]string, uint32, error) {
-	rrs, err := servedRRs(ctx, srv.Addr, srv.ReadKey(), fqdn, rrtype)
+func ServedValues(ctx context.Context, srv ZoneServer, fqdn string, rrtype uint16) ([]string, uint32, error) {
+	rrs, err := ServedRRs(ctx, srv.Addr, srv.ReadKey(), fqdn, rrtype)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -30,9 +30,9 @@ func servedValues(ctx context.Context, srv ZoneServer, fqdn string, rrtype uint1
 	return values, ttl, nil
 }
 
-// servedRRs asks addr, over TCP, for one record set, signed with key when
+// ServedRRs asks addr, over TCP, for one record set, signed with key when
 // there is one (a zone in a view is only reachable with the view's key).
-func servedRRs(ctx context.Context, addr string, key *dnsclient.Key, fqdn string, rrtype uint16) ([]dns.RR, error) {
+func ServedRRs(ctx context.Context, addr string, key *dnsclient.Key, fqdn string, rrtype uint16) ([]dns.RR, error) {
 	c, err := dnsclient.New(addr, key, dnsclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, err

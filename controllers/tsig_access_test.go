@@ -120,7 +120,7 @@ func TestKeyMaterialOnlyByRight(t *testing.T) {
 		var refused *KeySecretRefusedError
 		g.Expect(errors.As(err, &refused)).To(BeTrue(), "%s: %v", k.Name, err)
 		g.Expect(m.Secret).To(BeEmpty())
-		_, err = loadUpdateKey(ctx, c, "ns", k.Name)
+		_, err = LoadUpdateKey(ctx, c, "ns", k.Name)
 		g.Expect(errors.As(err, &refused)).To(BeTrue(), "the operator's UPDATE key path: %v", err)
 	}
 }

@@ -71,7 +71,7 @@ func (r ClusterResolver) Resolve(ctx context.Context, zone *bindv1alpha1.BindZon
 	if err != nil {
 		return ZoneServer{}, err
 	}
-	key, err := loadUpdateKey(ctx, r.Client, zone.Namespace, keyObj)
+	key, err := LoadUpdateKey(ctx, r.Client, zone.Namespace, keyObj)
 	if err != nil {
 		return ZoneServer{}, err
 	}
@@ -135,8 +135,8 @@ func TransferKeyRef(ctx context.Context, c client.Reader, cluster *bindv1alpha1.
 	return "", nil
 }
 
-// loadUpdateKey reads a BindTSIGKey's material into a dnsclient.Key.
-func loadUpdateKey(ctx context.Context, c client.Reader, namespace, name string) (dnsclient.Key, error) {
+// LoadUpdateKey reads a BindTSIGKey's material into a dnsclient.Key.
+func LoadUpdateKey(ctx context.Context, c client.Reader, namespace, name string) (dnsclient.Key, error) {
 	var k bindv1alpha1.BindTSIGKey
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &k); err != nil {
 		return dnsclient.Key{}, fmt.Errorf("BindTSIGKey %q: %w", name, err)

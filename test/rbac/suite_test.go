@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/catalog"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -128,7 +129,7 @@ func TestMain(m *testing.M) {
 				&tsigkey.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second},
 				&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
 				&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
-				&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
+				&catalog.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 				&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 			} {
 				if err := r.SetupWithManager(mgr); err != nil {
