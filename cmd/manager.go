@@ -32,6 +32,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/controllers/catalog"
+	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
 	"git.unkin.net/unkin/bind-operator/internal/apiwait"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
@@ -342,7 +343,7 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *controllers
 		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync, Rechecks: rechecks},
 		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain, Rechecks: rechecks},
 		&catalog.BindCatalogZoneReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
-		&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err

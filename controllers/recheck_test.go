@@ -261,10 +261,9 @@ func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
 		Name: "www", Type: "A", Values: []string{"192.0.2.1"}}, Status: bindv1alpha1.DNSRecordStatus{AppliedValues: []string{"192.0.2.9"}}}, "records")
 	other := &bindv1alpha1.DNSRecord{ObjectMeta: meta("other"), Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "z"},
 		Name: "api", Type: "A", Values: []string{"192.0.2.2"}}}
-	view := refused(&bindv1alpha1.BindView{ObjectMeta: meta("v"), Spec: bindv1alpha1.BindViewSpec{ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}}}, "records")
 
 	cluster := refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "records")
-	objs := []client.Object{zone, rec, other, view, cluster}
+	objs := []client.Object{zone, rec, other, cluster}
 	c := fake.NewClientBuilder().WithScheme(recheckScheme(t)).WithObjects(objs...).WithStatusSubresource(objs...).Build()
 	rc := NewRechecks(labelRules(nil))
 	req := func(name string) ctrl.Request {
@@ -302,15 +301,6 @@ func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Reason).To(Equal(bindv1alpha1.ReasonZoneNotReady))
 		g.Expect(ready.Message).To(HavePrefix(`BindZone "z" in namespace "ns" fails the operator's current admission rules`))
-	})
-	t.Run("BindView", func(t *testing.T) {
-		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
-		r := &ConfigStatusReconciler{Client: c, Recorder: recorder, Rechecks: rc}
-		var v bindv1alpha1.BindView
-		g.Expect(c.Get(ctx, req("v").NamespacedName, &v)).To(Succeed())
-		g.Expect(r.invalidConfig(ctx, &v, rc.Check(&v))).To(Succeed())
-		g.Expect(c.Get(ctx, req("v").NamespacedName, &v)).To(Succeed())
-		expectInvalid(g, v.Status.Conditions, recorder)
 	})
 	t.Run("BindCluster", func(t *testing.T) {
 		g, recorder := NewWithT(t), events.NewFakeRecorder(10)

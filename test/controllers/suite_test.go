@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -56,7 +57,7 @@ func TestMain(m *testing.M) {
 			if err := (&tsigkey.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			if err := (&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
+			if err := (&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
 				return err
 			}
 			return (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr)

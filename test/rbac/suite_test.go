@@ -26,6 +26,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/controllers/catalog"
+	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -130,7 +131,7 @@ func TestMain(m *testing.M) {
 				&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
 				&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
 				&catalog.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
-				&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
+				&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 			} {
 				if err := r.SetupWithManager(mgr); err != nil {
 					return err
