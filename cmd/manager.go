@@ -31,9 +31,10 @@ import (
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/certs"
 	"git.unkin.net/unkin/bind-operator/controllers"
-	"git.unkin.net/unkin/bind-operator/controllers/catalog"
+	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
-	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/internal/apiwait"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/internal/metricsauth"
@@ -59,7 +60,7 @@ type managerOptions struct {
 	leaderElection bool
 	podCIDRs       string
 	allowedImages  string
-	cluster        controllers.ClusterOptions
+	cluster        clusters.ClusterOptions
 	certs          certs.Flags
 	zoneResync     time.Duration
 	enableHTTP2    bool
@@ -338,11 +339,11 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *controllers
 	// Deleted DNSRecords' sets stay owned until their data is gone.
 	deleted := controllers.NewDeletedRecords()
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
-		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths(), Rechecks: rechecks},
-		&tsigkey.BindTSIGKeyReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&clusters.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths(), Rechecks: rechecks},
+		&tsigkeys.BindTSIGKeyReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync, Rechecks: rechecks},
 		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain, Rechecks: rechecks},
-		&catalog.BindCatalogZoneReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&catalogs.BindCatalogZoneReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 		&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -70,7 +70,7 @@ func (r *BindZoneReconciler) soaSpec(zone *bindv1alpha1.BindZone, t *zoneTarget)
 		soa = &bindv1alpha1.SOASpec{}
 	}
 	if soa.PrimaryNameServer == "" {
-		soa.PrimaryNameServer = bindv1alpha1.DomainName(querySvcFQDN(t.cluster, r.ClusterDomain))
+		soa.PrimaryNameServer = bindv1alpha1.DomainName(QuerySvcFQDN(t.cluster, r.ClusterDomain))
 	}
 	return soa
 }

@@ -136,7 +136,7 @@ func (r replicationReconciler) replicationTarget(ctx context.Context, zone *bind
 		return nil, nil, nil, false
 	}
 	if ref := zone.Spec.ViewRef; ref != nil {
-		k, err := viewKey(ctx, r.Client, &cluster, ref.Name)
+		k, err := ViewKey(ctx, r.Client, &cluster, ref.Name)
 		if err != nil {
 			return nil, nil, nil, false
 		}

@@ -45,7 +45,7 @@ func (r *BindZoneReconciler) observeSecondary(ctx context.Context, zone *bindv1a
 	}
 	var key *dnsclient.Key
 	if ref := zone.Spec.ViewRef; ref != nil {
-		k, err := viewKey(ctx, r.Client, &cluster, ref.Name)
+		k, err := ViewKey(ctx, r.Client, &cluster, ref.Name)
 		if err != nil {
 			setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonNotTransferred, err.Error())
 			return ctrl.Result{RequeueAfter: secondaryRecheck}

@@ -87,7 +87,7 @@ func (r *BindZoneReconciler) target(ctx context.Context, zone *bindv1alpha1.Bind
 		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
 	t.effective = zone.DeepCopy()
-	in, err := gatherZoneInput(ctx, r.Client, r.Rechecks, &cluster, t.effective, addr, clauseControlKey, r.Paths)
+	in, err := GatherZoneInput(ctx, r.Client, r.Rechecks, &cluster, t.effective, addr, clauseControlKey, r.Paths)
 	if err != nil {
 		return nil, &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("the zone's configuration inputs are incomplete: %v", err), 30 * time.Second}
 	}
@@ -122,11 +122,11 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 	zone, cluster := t.effective, t.cluster
 	in.Zones = []bindv1alpha1.BindZone{*zone}
 	if len(in.Views) > 0 {
-		data, err := keysData(ctx, r.Client, cluster)
+		data, err := KeysData(ctx, r.Client, cluster)
 		if err != nil {
 			return err
 		}
-		if in.ViewKeys, err = viewKeys(data, in.Views, false); err != nil {
+		if in.ViewKeys, err = ViewKeys(data, in.Views, false); err != nil {
 			return err
 		}
 		// Only the zone's own view matters to its clause: views whose
@@ -139,7 +139,7 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 	if t.view != "" {
 		k, ok := in.ViewKeys[t.view]
 		if !ok {
-			return &problem{bindv1alpha1.ReasonPrimaryNotReady, errViewKeyMissing(cluster, t.view).Error(), 5 * time.Second}
+			return &problem{bindv1alpha1.ReasonPrimaryNotReady, ViewKeyMissing(cluster, t.view).Error(), 5 * time.Second}
 		}
 		dk, err := dnsclient.NewKey(k.Name, k.Algorithm, k.Secret)
 		if err != nil {
@@ -162,7 +162,7 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: keyObj}, &k); err != nil {
 			return &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("BindTSIGKey %q: %v", keyObj, err), 30 * time.Second}
 		}
-		m, err := keyMaterial(ctx, r.Client, &k)
+		m, err := KeyMaterial(ctx, r.Client, &k)
 		if err != nil {
 			return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 		}

@@ -73,7 +73,7 @@ func (k KubePods) Pods(ctx context.Context, cluster *bindv1alpha1.BindCluster) (
 	if agentPort == 0 {
 		agentPort = bindv1alpha1.DefaultAgentPort
 	}
-	port := strconv.Itoa(int(dnsPort(cluster)))
+	port := strconv.Itoa(int(DNSPort(cluster)))
 	var out []PodEndpoint
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || !ownedByCluster(&p, cluster) {
@@ -82,7 +82,7 @@ func (k KubePods) Pods(ctx context.Context, cluster *bindv1alpha1.BindCluster) (
 		ip := p.Status.PodIP
 		out = append(out, PodEndpoint{
 			Pod:       p.Name,
-			Primary:   p.Name == primaryPodName(cluster),
+			Primary:   p.Name == PrimaryPodName(cluster),
 			Notify:    ip,
 			DNSAddr:   net.JoinHostPort(ip, port),
 			AgentAddr: net.JoinHostPort(ip, strconv.Itoa(int(agentPort))),
@@ -98,7 +98,7 @@ func ownedByCluster(p *corev1.Pod, cluster *bindv1alpha1.BindCluster) bool {
 	if p.Labels[appsv1.StatefulSetPodNameLabel] != p.Name {
 		return false
 	}
-	prefix := statefulSetName(cluster) + "-"
+	prefix := StatefulSetName(cluster) + "-"
 	_, err := strconv.Atoi(strings.TrimPrefix(p.Name, prefix))
 	return strings.HasPrefix(p.Name, prefix) && err == nil
 }
@@ -108,7 +108,7 @@ func (k KubePods) Transfer(_ context.Context, cluster *bindv1alpha1.BindCluster)
 	if cluster.Status.PrimaryAddress == "" {
 		return "", 0, fmt.Errorf("BindCluster %q has no primary address yet", cluster.Name)
 	}
-	return cluster.Status.PrimaryAddress, servicePort, nil
+	return cluster.Status.PrimaryAddress, ServicePort, nil
 }
 
 func sortEndpoints(eps []PodEndpoint) {
@@ -153,9 +153,9 @@ type cachedAgent struct {
 // Get returns a client for the agent at addr in cluster's pods.
 func (a *AgentClients) Get(ctx context.Context, cluster *bindv1alpha1.BindCluster, addr string) (*agent.Client, error) {
 	var s corev1.Secret
-	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: agentCASecretName(cluster)}, &s); err != nil {
+	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: AgentCASecretName(cluster)}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("the agent CA Secret %q does not exist yet", agentCASecretName(cluster))
+			return nil, fmt.Errorf("the agent CA Secret %q does not exist yet", AgentCASecretName(cluster))
 		}
 		return nil, err
 	}

@@ -16,30 +16,30 @@ import (
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
-// gatherInput collects everything that shapes a cluster's config. List
+// GatherInput collects everything that shapes a cluster's config. List
 // order from the API server is random; render sorts, so the order here does
 // not matter (the determinism tests shuffle it on purpose). Objects rc
 // refuses, and those that name them, are left out (leftOut).
-func gatherInput(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+func GatherInput(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	return gather(ctx, c, rc, cluster, nil, primaryAddress, controlKey, paths)
 }
 
-// gatherZoneInput collects what one zone's runtime clause needs: the
+// GatherZoneInput collects what one zone's runtime clause needs: the
 // cluster's shared objects (views, catalogs, policies, and the ACLs, keys
 // and DNSSEC policies they or the zone name) and that zone alone. A
 // BindZone reconcile that gathered every zone of its cluster made
 // creating n zones cost O(n²): each reconcile copied all n out of the
 // cache (docs/behaviours.md, "Scale"). The checks across zones stay with
 // the BindCluster's render, which runs once per change.
-func gatherZoneInput(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+func GatherZoneInput(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	return gather(ctx, c, rc, cluster, zone, primaryAddress, controlKey, paths)
 }
 
-// gather is gatherInput, or gatherZoneInput when only is set.
+// gather is GatherInput, or GatherZoneInput when only is set.
 func gather(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1alpha1.BindCluster, only *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	ns := client.InNamespace(cluster.Namespace)
 	out := newLeftOut(rc)
-	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, PrimaryPort: servicePort, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
+	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, PrimaryPort: ServicePort, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
 
 	var views bindv1alpha1.BindViewList
 	if err := c.List(ctx, &views, ns); err != nil {
@@ -121,7 +121,7 @@ func gather(ctx context.Context, c client.Reader, rc *Rechecks, cluster *bindv1a
 		if !refs.keys[k.Name] {
 			continue
 		}
-		material, err := keyMaterial(ctx, c, &k)
+		material, err := KeyMaterial(ctx, c, &k)
 		if err != nil {
 			return in, err
 		}
@@ -158,20 +158,20 @@ func configCluster(z *bindv1alpha1.BindZone) string {
 func forwardTargets(in *render.Input) []string {
 	var names []string
 	if r := in.Cluster.Spec.Recursion; r != nil {
-		names = append(names, forwardedClusters(r.Forwarders)...)
+		names = append(names, ForwardedClusters(r.Forwarders)...)
 	}
 	for _, v := range in.Views {
-		names = append(names, forwardedClusters(v.Spec.Forwarders)...)
+		names = append(names, ForwardedClusters(v.Spec.Forwarders)...)
 	}
 	for _, z := range in.Zones {
-		names = append(names, forwardedClusters(z.Spec.Forwarders)...)
+		names = append(names, ForwardedClusters(z.Spec.Forwarders)...)
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
 
-// forwardedClusters are the BindClusters a forwarders list names.
-func forwardedClusters(fw []bindv1alpha1.Forwarder) []string {
+// ForwardedClusters are the BindClusters a forwarders list names.
+func ForwardedClusters(fw []bindv1alpha1.Forwarder) []string {
 	var names []string
 	for _, f := range fw {
 		if f.ClusterRef != nil {
@@ -206,7 +206,7 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 			return nil, err
 		}
 		var svc corev1.Service
-		if err := c.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: querySvcName(&target)}, &svc); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: QuerySvcName(&target)}, &svc); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -231,13 +231,13 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 	return out, nil
 }
 
-// keyMaterial reads a BindTSIGKey's Secret: the only reader of key
+// KeyMaterial reads a BindTSIGKey's Secret: the only reader of key
 // material (the cluster's keys, a zone's clause, the operator's UPDATEs,
 // catalogs), so the only place that must ask KeySecretUsable. A missing
 // Secret is reported as a sentence: the BindTSIGKey controller may simply
 // not have created it yet; a Secret the key has no right to as a
 // *KeySecretRefusedError.
-func keyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGKey) (render.TSIGKey, error) {
+func KeyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGKey) (render.TSIGKey, error) {
 	secretName, keyName, algorithm := TSIGDefaults(k)
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: secretName}, &s); err != nil {

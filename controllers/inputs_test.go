@@ -85,7 +85,7 @@ func zoneNames(zones []bindv1alpha1.BindZone) []string {
 // The cluster's render gathers every zone of the cluster, listed once.
 func TestGatherInputHoldsEveryZoneOfTheCluster(t *testing.T) {
 	f := newInputsFixture(t)
-	in, err := gatherInput(context.Background(), f.c, nil, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	in, err := GatherInput(context.Background(), f.c, nil, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g := NewWithT(t)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(zoneNames(in.Zones)).To(ConsistOf("a", "b", "c"))
@@ -97,7 +97,7 @@ func TestGatherInputHoldsEveryZoneOfTheCluster(t *testing.T) {
 // reconcile must not cost O(zones of the cluster).
 func TestGatherZoneInputListsNoZone(t *testing.T) {
 	f := newInputsFixture(t)
-	in, err := gatherZoneInput(context.Background(), f.c, nil, f.cluster, f.zone, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	in, err := GatherZoneInput(context.Background(), f.c, nil, f.cluster, f.zone, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g := NewWithT(t)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(zoneNames(in.Zones)).To(Equal([]string{"a"}))
@@ -113,14 +113,14 @@ func TestGatherZoneInputListsNoZone(t *testing.T) {
 func TestGatherZoneInputListsZonesForForwardees(t *testing.T) {
 	other := &bindv1alpha1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "uid-other"},
 		Spec: bindv1alpha1.BindClusterSpec{Mode: bindv1alpha1.ModeAuthoritative}}
-	svc := buildServices(other)[2]
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: QuerySvcName(other), Namespace: other.Namespace}} // its query Service
 	svc.Spec.ClusterIP = "198.19.0.20"
 	scheme := runtime.NewScheme()
 	NewWithT(t).Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
 	NewWithT(t).Expect(controllerutil.SetControllerReference(other, svc, scheme)).To(Succeed())
 	f := newInputsFixture(t, other, svc)
 	f.cluster.Spec.Recursion = &bindv1alpha1.RecursionSpec{Forwarders: []bindv1alpha1.Forwarder{{ClusterRef: &bindv1alpha1.LocalObjectReference{Name: "other"}}}}
-	in, err := gatherZoneInput(context.Background(), f.c, nil, f.cluster, f.zone, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	in, err := GatherZoneInput(context.Background(), f.c, nil, f.cluster, f.zone, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g := NewWithT(t)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(zoneNames(in.Zones)).To(Equal([]string{"a"}))

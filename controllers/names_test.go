@@ -14,6 +14,6 @@ import (
 func TestQuerySvcFQDN(t *testing.T) {
 	g := NewWithT(t)
 	c := &bindv1alpha1.BindCluster{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: "infra"}}
-	g.Expect(querySvcFQDN(c, "")).To(Equal("dns.infra.svc.cluster.local."))
-	g.Expect(querySvcFQDN(c, "k8s.corp.example")).To(Equal("dns.infra.svc.k8s.corp.example."))
+	g.Expect(QuerySvcFQDN(c, "")).To(Equal("dns.infra.svc.cluster.local."))
+	g.Expect(QuerySvcFQDN(c, "k8s.corp.example")).To(Equal("dns.infra.svc.k8s.corp.example."))
 }

@@ -172,9 +172,9 @@ type leftOutReferenceError struct{ msg string }
 
 func (e *leftOutReferenceError) Error() string { return e.msg }
 
-// renderRefused tells whether gathering a render's inputs failed for a
+// RenderRefused tells whether gathering a render's inputs failed for a
 // reason the user must fix (RenderFailed), rather than one to retry.
-func renderRefused(err error) bool {
+func RenderRefused(err error) bool {
 	var refused *KeySecretRefusedError
 	var left *leftOutReferenceError
 	var missing *ImportedSecretMissingError

@@ -188,7 +188,7 @@ func TestGatherLeavesOutRefusedObjects(t *testing.T) {
 	)
 	rc := NewRechecks(labelRules(nil))
 	g := NewWithT(t)
-	in, err := gatherInput(context.Background(), f.c, rc, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	in, err := GatherInput(context.Background(), f.c, rc, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(zoneNames(in.Zones)).To(ConsistOf("a", "b", "c", "open"))
 	var acls []string
@@ -202,34 +202,34 @@ func TestGatherLeavesOutRefusedObjects(t *testing.T) {
 
 	// Without Rechecks nothing is left out (and the render says what is
 	// missing: nothing here).
-	all, err := gatherInput(context.Background(), f.c, nil, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	all, err := GatherInput(context.Background(), f.c, nil, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(zoneNames(all.Zones)).To(ConsistOf("a", "b", "c", "open", "guarded", "signed", "refused"))
 
 	// One zone's clause: a zone that names a left-out object says which.
 	var signed bindv1alpha1.BindZone
 	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "signed"}, &signed)).To(Succeed())
-	_, err = gatherZoneInput(context.Background(), f.c, rc, f.cluster, &signed, "198.19.0.10", f.controlKey, render.DefaultPaths())
-	g.Expect(renderRefused(err)).To(BeTrue())
+	_, err = GatherZoneInput(context.Background(), f.c, rc, f.cluster, &signed, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	g.Expect(RenderRefused(err)).To(BeTrue())
 	g.Expect(err).To(MatchError(`the zone names BindDNSSECPolicy "sign", which the operator's current admission rules refuse (its status says why); fix that object, or stop naming it`))
 	var guarded bindv1alpha1.BindZone
 	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "guarded"}, &guarded)).To(Succeed())
-	_, err = gatherZoneInput(context.Background(), f.c, rc, f.cluster, &guarded, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	_, err = GatherZoneInput(context.Background(), f.c, rc, f.cluster, &guarded, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g.Expect(err).To(MatchError(ContainSubstring(`the zone names BindACL "outer", which names BindACL "bad", which the operator's current admission rules refuse`)))
-	_, err = gatherZoneInput(context.Background(), f.c, rc, f.cluster, f.zone, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	_, err = GatherZoneInput(context.Background(), f.c, rc, f.cluster, f.zone, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g.Expect(err).NotTo(HaveOccurred(), "a zone that names nothing left out")
 }
 
 // A cluster that names a left-out object cannot render: it reports so and
-// keeps what runs (renderRefused is the RenderFailed path).
+// keeps what runs (RenderRefused is the RenderFailed path).
 func TestGatherRefusesAClusterNamingALeftOutKey(t *testing.T) {
 	f := newInputsFixture(t)
 	var transfer bindv1alpha1.BindTSIGKey
 	g := NewWithT(t)
 	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "transfer"}, &transfer)).To(Succeed())
 	g.Expect(f.c.Update(context.Background(), refused(&transfer, "keyName"))).To(Succeed())
-	_, err := gatherInput(context.Background(), f.c, NewRechecks(labelRules(nil)), f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
-	g.Expect(renderRefused(err)).To(BeTrue())
+	_, err := GatherInput(context.Background(), f.c, NewRechecks(labelRules(nil)), f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	g.Expect(RenderRefused(err)).To(BeTrue())
 	g.Expect(err).To(MatchError(`spec.transferKeyRef names BindTSIGKey "transfer", which the operator's current admission rules refuse (its status says why); fix that object, or stop naming it`))
 }
 
@@ -301,17 +301,6 @@ func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Reason).To(Equal(bindv1alpha1.ReasonZoneNotReady))
 		g.Expect(ready.Message).To(HavePrefix(`BindZone "z" in namespace "ns" fails the operator's current admission rules`))
-	})
-	t.Run("BindCluster", func(t *testing.T) {
-		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
-		_, err := (&BindClusterReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("dns"))
-		g.Expect(err).NotTo(HaveOccurred())
-		var got bindv1alpha1.BindCluster
-		g.Expect(c.Get(ctx, req("dns").NamespacedName, &got)).To(Succeed())
-		expectInvalid(g, got.Status.Conditions, recorder)
-		var svcs corev1.ServiceList
-		g.Expect(c.List(ctx, &svcs)).To(Succeed())
-		g.Expect(svcs.Items).To(BeEmpty(), "nothing is written for it")
 	})
 	t.Run("gone", func(t *testing.T) {
 		g := NewWithT(t)

@@ -51,7 +51,7 @@ func (e *ImportedSecretMissingError) Error() string {
 // Without it, anyone who may create a BindTSIGKey could name any Secret of
 // the namespace (spec.secretName) and have its data copied into a
 // cluster's keys Secret and the BIND pods, or sign UPDATEs with it. Every
-// reader of key material (keyMaterial) and the key's own reconciler ask
+// reader of key material (KeyMaterial) and the key's own reconciler ask
 // here, before they look at the Secret's data.
 func KeySecretUsable(k *bindv1alpha1.BindTSIGKey, s *corev1.Secret) error {
 	if k.Spec.ImportExisting || metav1.IsControlledBy(s, k) {

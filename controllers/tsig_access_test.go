@@ -88,7 +88,7 @@ func TestKeySecretUsable(t *testing.T) {
 	}
 }
 
-// keyMaterial, which every reader of key material goes through, hands out
+// KeyMaterial, which every reader of key material goes through, hands out
 // no material of a Secret the key has no right to, and the same material
 // as before for its own and imported Secrets.
 func TestKeyMaterialOnlyByRight(t *testing.T) {
@@ -111,12 +111,12 @@ func TestKeyMaterialOnlyByRight(t *testing.T) {
 	ctx := context.Background()
 
 	for _, k := range []*bindv1alpha1.BindTSIGKey{own, imported} {
-		m, err := keyMaterial(ctx, c, k)
+		m, err := KeyMaterial(ctx, c, k)
 		g.Expect(err).NotTo(HaveOccurred(), k.Name)
 		g.Expect(m.Secret).To(Equal(material), k.Name)
 	}
 	for _, k := range []*bindv1alpha1.BindTSIGKey{thief, thief2} {
-		m, err := keyMaterial(ctx, c, k)
+		m, err := KeyMaterial(ctx, c, k)
 		var refused *KeySecretRefusedError
 		g.Expect(errors.As(err, &refused)).To(BeTrue(), "%s: %v", k.Name, err)
 		g.Expect(m.Secret).To(BeEmpty())
@@ -127,7 +127,7 @@ func TestKeyMaterialOnlyByRight(t *testing.T) {
 
 // An imported key whose Secret is missing, or lacks the material, is the
 // user's to fix: the error says so and the cluster reports it
-// (renderRefused); a generated key's missing Secret is waited for.
+// (RenderRefused); a generated key's missing Secret is waited for.
 func TestImportedSecretMissingIsReported(t *testing.T) {
 	g := NewWithT(t)
 	scheme := runtime.NewScheme()
@@ -140,13 +140,13 @@ func TestImportedSecretMissingIsReported(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "blank"}, Data: map[string][]byte{"other": []byte("x")}}).Build()
 	ctx := context.Background()
 
-	_, err := keyMaterial(ctx, c, gone)
-	g.Expect(renderRefused(err)).To(BeTrue(), "%v", err)
+	_, err := KeyMaterial(ctx, c, gone)
+	g.Expect(RenderRefused(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`imports Secret "legacy", which does not exist; create it`))
-	_, err = keyMaterial(ctx, c, empty)
-	g.Expect(renderRefused(err)).To(BeTrue(), "%v", err)
+	_, err = KeyMaterial(ctx, c, empty)
+	g.Expect(RenderRefused(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`imports Secret "blank", which has no "secret" entry`))
-	_, err = keyMaterial(ctx, c, generated)
+	_, err = KeyMaterial(ctx, c, generated)
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(renderRefused(err)).To(BeFalse(), "a generated key's Secret is waited for: %v", err)
+	g.Expect(RenderRefused(err)).To(BeFalse(), "a generated key's Secret is waited for: %v", err)
 }

@@ -20,8 +20,8 @@ import (
 // the same zone name in two views gets each view's data, whatever pod
 // addresses the messages come from.
 
-// viewKeyEntry is the keys Secret entry that holds a view's key material.
-func viewKeyEntry(view string) string { return "view-" + view + ".secret" }
+// ViewKeyEntry is the keys Secret entry that holds a view's key material.
+func ViewKeyEntry(view string) string { return "view-" + view + ".secret" }
 
 // viewKeyAlgorithm is the algorithm of the views' keys.
 const viewKeyAlgorithm = bindv1alpha1.TSIGHMACSHA256
@@ -29,14 +29,14 @@ const viewKeyAlgorithm = bindv1alpha1.TSIGHMACSHA256
 // keptViewKey is a view's key as the keys Secret's data (current) holds
 // it; its Secret is "" when the data has none.
 func keptViewKey(current map[string][]byte, view string) render.TSIGKey {
-	return render.TSIGKey{Name: bindv1alpha1.ViewKeyName(view), Algorithm: string(viewKeyAlgorithm), Secret: string(current[viewKeyEntry(view)])}
+	return render.TSIGKey{Name: bindv1alpha1.ViewKeyName(view), Algorithm: string(viewKeyAlgorithm), Secret: string(current[ViewKeyEntry(view)])}
 }
 
-// viewKeys returns the key of each view, from the keys Secret's data
+// ViewKeys returns the key of each view, from the keys Secret's data
 // (current). A view whose key is missing gets a new one when generate is
 // set (the BindCluster controller, which writes the Secret); otherwise it
 // is left out, and render reports it.
-func viewKeys(current map[string][]byte, views []bindv1alpha1.BindView, generate bool) (map[string]render.TSIGKey, error) {
+func ViewKeys(current map[string][]byte, views []bindv1alpha1.BindView, generate bool) (map[string]render.TSIGKey, error) {
 	keys := make(map[string]render.TSIGKey, len(views))
 	for _, v := range views {
 		k := keptViewKey(current, v.Name)
@@ -55,39 +55,39 @@ func viewKeys(current map[string][]byte, views []bindv1alpha1.BindView, generate
 	return keys, nil
 }
 
-// keepViewKeys stores the views' keys in the keys Secret's data. Keys of
+// KeepViewKeys stores the views' keys in the keys Secret's data. Keys of
 // deleted views are not carried over: a view made again gets a new key.
-func keepViewKeys(data map[string][]byte, keys map[string]render.TSIGKey) {
+func KeepViewKeys(data map[string][]byte, keys map[string]render.TSIGKey) {
 	for view, k := range keys {
-		data[viewKeyEntry(view)] = []byte(k.Secret)
+		data[ViewKeyEntry(view)] = []byte(k.Secret)
 	}
 }
 
-// keysData is the data of the cluster's keys Secret; nil before the
+// KeysData is the data of the cluster's keys Secret; nil before the
 // BindCluster controller first wrote it.
-func keysData(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster) (map[string][]byte, error) {
+func KeysData(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster) (map[string][]byte, error) {
 	var s corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: keysSecretName(cluster)}, &s); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: KeysSecretName(cluster)}, &s); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	return s.Data, nil
 }
 
-// errViewKeyMissing says a view's key is not in the keys Secret yet.
-func errViewKeyMissing(cluster *bindv1alpha1.BindCluster, view string) error {
+// ViewKeyMissing says a view's key is not in the keys Secret yet.
+func ViewKeyMissing(cluster *bindv1alpha1.BindCluster, view string) error {
 	return fmt.Errorf("the key of BindView %q is not in the keys Secret of BindCluster %q yet; it appears once the cluster has reconciled the view", view, cluster.Name)
 }
 
-// viewKey reads the key of a view from its cluster's keys Secret, as a
+// ViewKey reads the key of a view from its cluster's keys Secret, as a
 // key to sign with.
-func viewKey(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, view string) (dnsclient.Key, error) {
-	data, err := keysData(ctx, c, cluster)
+func ViewKey(ctx context.Context, c client.Reader, cluster *bindv1alpha1.BindCluster, view string) (dnsclient.Key, error) {
+	data, err := KeysData(ctx, c, cluster)
 	if err != nil {
 		return dnsclient.Key{}, err
 	}
 	k := keptViewKey(data, view)
 	if k.Secret == "" {
-		return dnsclient.Key{}, errViewKeyMissing(cluster, view)
+		return dnsclient.Key{}, ViewKeyMissing(cluster, view)
 	}
 	return dnsclient.NewKey(k.Name, k.Algorithm, k.Secret)
 }

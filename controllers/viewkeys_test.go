@@ -14,22 +14,22 @@ func TestViewKeysAreGeneratedOnceAndKept(t *testing.T) {
 	views := []bindv1alpha1.BindView{{ObjectMeta: metav1.ObjectMeta{Name: "inside"}}, {ObjectMeta: metav1.ObjectMeta{Name: "outside"}}}
 
 	// Reading without generating leaves a missing key out.
-	none, err := viewKeys(nil, views, false)
+	none, err := ViewKeys(nil, views, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(none).To(BeEmpty())
 
-	first, err := viewKeys(nil, views, true)
+	first, err := ViewKeys(nil, views, true)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(first).To(HaveLen(2))
 	g.Expect(first["inside"].Name).To(Equal("bind-operator-view-inside"))
 	g.Expect(first["inside"].Secret).NotTo(Equal(first["outside"].Secret))
 
-	data := map[string][]byte{"control.secret": []byte("x"), viewKeyEntry("gone"): []byte("old")}
-	keepViewKeys(data, first)
+	data := map[string][]byte{"control.secret": []byte("x"), ViewKeyEntry("gone"): []byte("old")}
+	KeepViewKeys(data, first)
 	g.Expect(data).To(HaveKeyWithValue("view-inside.secret", []byte(first["inside"].Secret)))
 
 	// The next reconcile keeps the material it stored.
-	again, err := viewKeys(data, views, true)
+	again, err := ViewKeys(data, views, true)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(first))
 }

@@ -61,7 +61,7 @@ func (r ClusterResolver) Resolve(ctx context.Context, zone *bindv1alpha1.BindZon
 	}
 	server := net.JoinHostPort(addr, strconv.Itoa(int(port)))
 	if ref := zone.Spec.ViewRef; ref != nil {
-		key, err := viewKey(ctx, r.Client, &cluster, ref.Name)
+		key, err := ViewKey(ctx, r.Client, &cluster, ref.Name)
 		if err != nil {
 			return ZoneServer{}, err
 		}
@@ -141,7 +141,7 @@ func LoadUpdateKey(ctx context.Context, c client.Reader, namespace, name string)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &k); err != nil {
 		return dnsclient.Key{}, fmt.Errorf("BindTSIGKey %q: %w", name, err)
 	}
-	material, err := keyMaterial(ctx, c, &k)
+	material, err := KeyMaterial(ctx, c, &k)
 	if err != nil {
 		return dnsclient.Key{}, err
 	}

@@ -13,8 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
-	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -23,7 +24,7 @@ import (
 var (
 	cfg        *rest.Config
 	k8sClient  client.Client
-	reconciler *controllers.BindClusterReconciler
+	reconciler *clusters.BindClusterReconciler
 	ctx        = context.Background()
 )
 
@@ -38,9 +39,9 @@ func TestMain(m *testing.M) {
 		// objects are cached, anything else is read on demand.
 		return s.StartManager(ctrl.Options{Cache: controllers.CacheOptions(), NewClient: controllers.NewClient}, func(mgr ctrl.Manager) error {
 			invalidObjects = suiteRechecks.Collector(mgr.GetCache())
-			reconciler = &controllers.BindClusterReconciler{
+			reconciler = &clusters.BindClusterReconciler{
 				Client: mgr.GetClient(),
-				Options: controllers.ClusterOptions{
+				Options: clusters.ClusterOptions{
 					BindImage:         version.BindImage(),
 					AgentImage:        version.OperatorImage(),
 					OperatorNamespace: "bind-operator-system",
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 			if err := reconciler.SetupWithManager(mgr); err != nil {
 				return err
 			}
-			if err := (&tsigkey.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
+			if err := (&tsigkeys.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
 				return err
 			}
 			if err := (&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/controllers"
-	"git.unkin.net/unkin/bind-operator/controllers/catalog"
+	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -56,7 +56,7 @@ func startOperator(s *testkit.Suite) (stop func() error, err error) {
 		for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 			&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: servers, Updates: updates, Deleted: deleted},
 			&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: servers, Endpoints: eps, Updates: updates, Deleted: deleted, ResyncPeriod: time.Minute},
-			&catalog.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: eps, Period: 2 * time.Second},
+			&catalogs.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: eps, Period: 2 * time.Second},
 		} {
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err

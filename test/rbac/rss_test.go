@@ -22,7 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"git.unkin.net/unkin/bind-operator/controllers"
-	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -117,11 +118,11 @@ func runRSSChild(mode string) error {
 	var mgr ctrl.Manager
 	stop, err := testkit.StartManager(ctx, cfg, opts, func(m ctrl.Manager) error {
 		mgr = m
-		if err := (&controllers.BindClusterReconciler{Client: m.GetClient(), Paths: render.DefaultPaths(),
-			Options: controllers.ClusterOptions{BindImage: version.BindImage(), AgentImage: version.OperatorImage()}}).SetupWithManager(m); err != nil {
+		if err := (&clusters.BindClusterReconciler{Client: m.GetClient(), Paths: render.DefaultPaths(),
+			Options: clusters.ClusterOptions{BindImage: version.BindImage(), AgentImage: version.OperatorImage()}}).SetupWithManager(m); err != nil {
 			return err
 		}
-		return (&tsigkey.BindTSIGKeyReconciler{Client: m.GetClient()}).SetupWithManager(m)
+		return (&tsigkeys.BindTSIGKeyReconciler{Client: m.GetClient()}).SetupWithManager(m)
 	})
 	if err != nil {
 		return err

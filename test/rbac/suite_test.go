@@ -25,9 +25,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"git.unkin.net/unkin/bind-operator/controllers"
-	"git.unkin.net/unkin/bind-operator/controllers/catalog"
+	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
-	"git.unkin.net/unkin/bind-operator/controllers/tsigkey"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -115,9 +116,9 @@ func TestMain(m *testing.M) {
 		}
 		return s.StartManagerAs(saConfig, ctrl.Options{Cache: controllers.CacheOptions(), NewClient: controllers.NewClient}, func(mgr ctrl.Manager) error {
 			for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
-				&controllers.BindClusterReconciler{
+				&clusters.BindClusterReconciler{
 					Client: mgr.GetClient(),
-					Options: controllers.ClusterOptions{
+					Options: clusters.ClusterOptions{
 						BindImage:         version.BindImage(),
 						AgentImage:        version.OperatorImage(),
 						OperatorNamespace: operatorNamespace,
@@ -127,10 +128,10 @@ func TestMain(m *testing.M) {
 					Paths:              render.DefaultPaths(),
 					SecretResyncPeriod: time.Second,
 				},
-				&tsigkey.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second},
+				&tsigkeys.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second},
 				&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
 				&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
-				&catalog.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
+				&catalogs.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 				&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 			} {
 				if err := r.SetupWithManager(mgr); err != nil {

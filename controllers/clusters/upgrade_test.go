@@ -1,4 +1,4 @@
-package controllers
+package clusters
 
 import (
 	"bufio"
@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/webhooks"
 )
@@ -98,7 +99,7 @@ func TestUpgradeRollsNothing(t *testing.T) {
 	sum := sha256.Sum256([]byte("control"))
 	ctl := render.TSIGKey{Name: bindv1alpha1.ControlKeyName, Algorithm: string(bindv1alpha1.TSIGHMACSHA256), Secret: base64.StdEncoding.EncodeToString(sum[:])}
 	for _, cl := range clusters {
-		in, err := gatherInput(ctx, c, nil, cl, "198.19.0.10", ctl, render.DefaultPaths())
+		in, err := controllers.GatherInput(ctx, c, nil, cl, "198.19.0.10", ctl, render.DefaultPaths())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,9 +108,9 @@ func TestUpgradeRollsNothing(t *testing.T) {
 		kept := map[string][]byte{}
 		for _, v := range in.Views {
 			sum := sha256.Sum256([]byte("view " + v.Name))
-			kept[viewKeyEntry(v.Name)] = []byte(base64.StdEncoding.EncodeToString(sum[:]))
+			kept[controllers.ViewKeyEntry(v.Name)] = []byte(base64.StdEncoding.EncodeToString(sum[:]))
 		}
-		if in.ViewKeys, err = viewKeys(kept, in.Views, false); err != nil {
+		if in.ViewKeys, err = controllers.ViewKeys(kept, in.Views, false); err != nil {
 			t.Fatal(err)
 		}
 		rendered, err := render.Render(in)
@@ -117,7 +118,7 @@ func TestUpgradeRollsNothing(t *testing.T) {
 			t.Fatalf("BindCluster %s: %v", cl.Name, err)
 		}
 		rendered.SecretData[controlKeyEntry] = []byte(ctl.Secret)
-		keepViewKeys(rendered.SecretData, in.ViewKeys)
+		controllers.KeepViewKeys(rendered.SecretData, in.ViewKeys)
 		hash := render.ConfigHash(rendered)
 		// Fixed images: those of a cluster that pins none follow the
 		// operator's release (version.BindImage, version.OperatorImage),
@@ -154,7 +155,7 @@ func TestUpgradeRollsNothing(t *testing.T) {
 // sampleObjects decodes every object of config/samples.
 func sampleObjects(t *testing.T, scheme *runtime.Scheme) []client.Object {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "config", "samples", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package tsigkey
+package tsigkeys
 
 import (
 	"context"

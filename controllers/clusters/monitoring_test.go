@@ -1,4 +1,4 @@
-package controllers
+package clusters
 
 import (
 	"os"
@@ -37,8 +37,8 @@ func TestMonitoringOverlayMatches(t *testing.T) {
 		g.Expect(yaml.Unmarshal(b, into)).To(Succeed(), path)
 	}
 	var pm, sm monitor
-	read("../config/monitoring/podmonitor.yaml", &pm)
-	read("../config/monitoring/servicemonitor.yaml", &sm)
+	read("../../config/monitoring/podmonitor.yaml", &pm)
+	read("../../config/monitoring/servicemonitor.yaml", &sm)
 
 	c := &bindv1alpha1.BindCluster{}
 	c.Name, c.Namespace = "dns", "team"
@@ -58,7 +58,7 @@ func TestMonitoringOverlayMatches(t *testing.T) {
 	}
 
 	var svc corev1.Service
-	read("../config/manager/metrics_service.yaml", &svc)
+	read("../../config/manager/metrics_service.yaml", &svc)
 	for k, v := range sm.Spec.Selector.MatchLabels {
 		g.Expect(svc.Labels).To(HaveKeyWithValue(k, v), "the ServiceMonitor selects the metrics Service by %s=%s", k, v)
 	}

@@ -1,4 +1,4 @@
-package controllers
+package clusters
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
 )
 
 // SetupWithManager registers the reconciler and the watches that make a
@@ -39,7 +40,7 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	zoneCluster := func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name }
 	allInNamespace := handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &bindv1alpha1.BindZone{}, indexZoneForwardsTo, func(o client.Object) []string {
-		return forwardedClusters(o.(*bindv1alpha1.BindZone).Spec.Forwarders)
+		return controllers.ForwardedClusters(o.(*bindv1alpha1.BindZone).Spec.Forwarders)
 	}); err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A burst of zone changes (thousands of zones applied at once)
 		// re-renders once per zoneSettle, not once per zone: each render
 		// lists and copies every zone of the cluster.
-		Watches(&bindv1alpha1.BindZone{}, EnqueueAfter(zoneSettle, clusterOf(zoneCluster)), builder.WithPredicates(zoneChanged)).
+		Watches(&bindv1alpha1.BindZone{}, controllers.EnqueueAfter(zoneSettle, clusterOf(zoneCluster)), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindZone{}, forwarders(zoneCluster), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindCluster{}, forwarders(client.Object.GetName)).
 		Watches(&corev1.Service{}, forwarders(func(o client.Object) string { return o.GetLabels()[bindv1alpha1.LabelCluster] })).
@@ -144,7 +145,7 @@ func (r *BindClusterReconciler) clustersForwardingTo(ctx context.Context, namesp
 		names[z.Spec.ClusterRef.Name] = true
 	}
 	forwardsThere := func(fw []bindv1alpha1.Forwarder) bool {
-		return slices.Contains(forwardedClusters(fw), target)
+		return slices.Contains(controllers.ForwardedClusters(fw), target)
 	}
 	var views bindv1alpha1.BindViewList
 	if err := r.Client.List(ctx, &views, client.InNamespace(namespace)); err != nil {

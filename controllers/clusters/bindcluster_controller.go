@@ -1,4 +1,4 @@
-package controllers
+package clusters
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -44,7 +45,7 @@ type BindClusterReconciler struct {
 	// Rechecks runs the current admission rules over the cluster and what
 	// its render gathers (docs/behaviours.md, "Stored objects are
 	// re-checked"); nil re-checks nothing.
-	Rechecks *Rechecks
+	Rechecks *controllers.Rechecks
 	// SecretResyncPeriod is how often a cluster re-reads key material from
 	// Secrets the operator did not generate (imported keys): those are
 	// not cached, so no watch reports their changes. It is also how often
@@ -57,7 +58,7 @@ func (r *BindClusterReconciler) secretResync() time.Duration {
 	if r.SecretResyncPeriod > 0 {
 		return r.SecretResyncPeriod
 	}
-	return DefaultSecretResyncPeriod
+	return controllers.DefaultSecretResyncPeriod
 }
 
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindclusters,verbs=get;list;watch
@@ -90,7 +91,7 @@ func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	status.ObservedGeneration = cluster.Generation
 
 	result, err := r.reconcile(ctx, &cluster, status)
-	if uerr := PatchStatus(ctx, r.Client, &cluster, func(c *bindv1alpha1.BindCluster) { c.Status = *status }); uerr != nil {
+	if uerr := controllers.PatchStatus(ctx, r.Client, &cluster, func(c *bindv1alpha1.BindCluster) { c.Status = *status }); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	return result, err
@@ -117,7 +118,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonNameConflict || prev.Message != msg {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonNameConflict, "Reconcile", "%s", msg)
 		}
-		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNameConflict, msg)
+		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
 	}
 
@@ -154,7 +155,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 
 	// A read error stops here: taken for "no Secret yet", it would
 	// generate new control and view keys and roll every pod.
-	currentKeys, err := keysData(ctx, r.Client, cluster)
+	currentKeys, err := controllers.KeysData(ctx, r.Client, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -162,20 +163,20 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in, err := gatherInput(ctx, r.Client, r.Rechecks, cluster, primaryIP, ctlKey, r.Paths)
-	if renderRefused(err) {
+	in, err := controllers.GatherInput(ctx, r.Client, r.Rechecks, cluster, primaryIP, ctlKey, r.Paths)
+	if controllers.RenderRefused(err) {
 		// A key the cluster uses names a Secret it has no right to, or the
 		// cluster names an object the current rules refuse: say so, and
 		// leave the running config alone, as for a failed render.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
-		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
+		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", "%s", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if in.ViewKeys, err = viewKeys(currentKeys, in.Views, true); err != nil {
+	if in.ViewKeys, err = controllers.ViewKeys(currentKeys, in.Views, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	rendered, err := render.Render(in)
@@ -183,12 +184,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		// Usually something referenced does not exist yet (a key's Secret):
 		// try again shortly, and leave the running config alone.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
-		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
+		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", "%s", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	rendered.SecretData[controlKeyEntry] = []byte(ctlKey.Secret)
-	keepViewKeys(rendered.SecretData, in.ViewKeys)
+	controllers.KeepViewKeys(rendered.SecretData, in.ViewKeys)
 	hash := render.ConfigHash(rendered)
 	tlsEntries, err := r.agentTLS(ctx, cluster, currentKeys)
 	if err != nil {
@@ -199,12 +200,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		if err := render.Check(ctx, in, r.Options.NamedCheckconf); err != nil {
 			msg := fmt.Sprintf("named-checkconf rejected the new configuration, so the pods keep running the previous one: %v", err)
 			logger.Info("rendered config rejected", "cluster", cluster.Name, "reason", err.Error())
-			SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonCheckFailed, msg)
+			controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonCheckFailed, msg)
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonCheckFailed, "Check", "%s", msg)
 			return ctrl.Result{}, nil
 		}
 	}
-	SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, bindv1alpha1.ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
+	controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, bindv1alpha1.ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
 
 	for k, v := range tlsEntries {
 		rendered.SecretData[k] = v
@@ -242,9 +243,9 @@ func (r *BindClusterReconciler) imageNotAllowed(ctx context.Context, cluster *bi
 	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonImageNotAllowed || prev.Message != msg {
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonImageNotAllowed, "Reconcile", "%s", msg)
 	}
-	SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonImageNotAllowed, msg)
+	controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonImageNotAllowed, msg)
 	var sts appsv1.StatefulSet
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: statefulSetName(cluster)}, &sts)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.StatefulSetName(cluster)}, &sts)
 	if client.IgnoreNotFound(err) != nil {
 		return err
 	}
@@ -318,7 +319,7 @@ func TransferAddress(ctx context.Context, c client.Reader, cluster *bindv1alpha1
 		return clusterIP, nil
 	}
 	var pod corev1.Pod
-	err := c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: primaryPodName(cluster)}, &pod)
+	err := c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.PrimaryPodName(cluster)}, &pod)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -345,7 +346,7 @@ func controlKey(current map[string][]byte) (render.TSIGKey, error) {
 // first rollout.
 func (r *BindClusterReconciler) runningHash(ctx context.Context, cluster *bindv1alpha1.BindCluster) (string, error) {
 	var sts appsv1.StatefulSet
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: statefulSetName(cluster)}, &sts)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.StatefulSetName(cluster)}, &sts)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -364,7 +365,7 @@ func (r *BindClusterReconciler) applyServices(ctx context.Context, cluster *bind
 		if err := r.apply(ctx, cluster, svc); err != nil {
 			return "", err
 		}
-		if svc.Name == primarySvcName(cluster) && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		if svc.Name == controllers.PrimarySvcName(cluster) && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 			primaryIP = svc.Spec.ClusterIP
 		}
 	}
@@ -378,14 +379,14 @@ func (r *BindClusterReconciler) applyConfig(ctx context.Context, cluster *bindv1
 	data := maps.Clone(rendered.ConfigData)
 	maps.Copy(data, rendered.SeedData)
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: configMapName(cluster), Namespace: cluster.Namespace, Labels: objectLabels(cluster)},
+		ObjectMeta: metav1.ObjectMeta{Name: controllers.ConfigMapName(cluster), Namespace: cluster.Namespace, Labels: controllers.ObjectLabels(cluster)},
 		Data:       data,
 	}
 	if err := r.apply(ctx, cluster, cm); err != nil {
 		return err
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: keysSecretName(cluster), Namespace: cluster.Namespace, Labels: objectLabels(cluster)},
+		ObjectMeta: metav1.ObjectMeta{Name: controllers.KeysSecretName(cluster), Namespace: cluster.Namespace, Labels: controllers.ObjectLabels(cluster)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       rendered.SecretData,
 	}
@@ -450,7 +451,7 @@ func (r *BindClusterReconciler) apply(ctx context.Context, cluster *bindv1alpha1
 	if err := controllerutil.SetControllerReference(cluster, obj, r.Client.Scheme()); err != nil {
 		return err
 	}
-	return Apply(ctx, r.Client, obj)
+	return controllers.Apply(ctx, r.Client, obj)
 }
 
 // observeStatefulSet turns the StatefulSet's status into Ready and Progressing.
@@ -458,21 +459,21 @@ func (r *BindClusterReconciler) observeStatefulSet(cluster *bindv1alpha1.BindClu
 	want := ptr.Deref(sts.Spec.Replicas, 1)
 	status.Replicas = want
 	status.ReadyReplicas = sts.Status.ReadyReplicas
-	status.Selector = labels.SelectorFromSet(selectorLabels(cluster)).String()
+	status.Selector = labels.SelectorFromSet(controllers.SelectorLabels(cluster)).String()
 
 	rolling := sts.Status.ObservedGeneration < sts.Generation ||
 		sts.Status.UpdatedReplicas < want ||
 		(sts.Status.UpdateRevision != "" && sts.Status.CurrentRevision != sts.Status.UpdateRevision)
 	if rolling {
-		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, bindv1alpha1.ReasonRollingOut,
+		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, bindv1alpha1.ReasonRollingOut,
 			fmt.Sprintf("%d of %d pods run the current configuration.", sts.Status.UpdatedReplicas, want))
 	} else {
-		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, bindv1alpha1.ReasonUpToDate, "every pod runs the current configuration.")
+		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, bindv1alpha1.ReasonUpToDate, "every pod runs the current configuration.")
 	}
 	if sts.Status.ReadyReplicas >= want && !rolling {
-		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
 	} else {
-		SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
 	}
 }
 
@@ -488,9 +489,9 @@ func shortHash(h string) string {
 // ConfigMap, Secret or StatefulSet is written, so its pods keep their
 // configuration and nothing rolls.
 func (r *BindClusterReconciler) invalidCluster(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, msg string) error {
-	ReportInvalid(r.Recorder, cluster, &status.Conditions, msg)
+	controllers.ReportInvalid(r.Recorder, cluster, &status.Conditions, msg)
 	var sts appsv1.StatefulSet
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: statefulSetName(cluster)}, &sts)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.StatefulSetName(cluster)}, &sts)
 	if client.IgnoreNotFound(err) != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package controllers
+package clusters
 
 import (
 	"context"
@@ -12,16 +12,12 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/pki"
 )
 
 // renewBefore is how long before expiry an agent certificate is reissued.
 const renewBefore = 30 * 24 * time.Hour
-
-// agentCASecretName holds the CA key and the operator's client certificate.
-// Only the operator reads it: every BIND pod mounts the keys Secret, so the
-// CA key must not be there.
-func agentCASecretName(c *bindv1alpha1.BindCluster) string { return c.Name + "-agent-ca" }
 
 // agentTLS returns the keys-Secret entries the agents need (CA certificate,
 // serving certificate and key), issuing or renewing what is missing or due.
@@ -29,7 +25,7 @@ func agentCASecretName(c *bindv1alpha1.BindCluster) string { return c.Name + "-a
 // handshake, so a renewal never restarts a pod.
 func (r *BindClusterReconciler) agentTLS(ctx context.Context, cluster *bindv1alpha1.BindCluster, current map[string][]byte) (map[string][]byte, error) {
 	caSecret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: agentCASecretName(cluster)}, caSecret)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.AgentCASecretName(cluster)}, caSecret)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
@@ -52,7 +48,7 @@ func (r *BindClusterReconciler) agentTLS(ctx context.Context, cluster *bindv1alp
 	}
 	if changed {
 		desired := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: agentCASecretName(cluster), Namespace: cluster.Namespace, Labels: objectLabels(cluster)},
+			ObjectMeta: metav1.ObjectMeta{Name: controllers.AgentCASecretName(cluster), Namespace: cluster.Namespace, Labels: controllers.ObjectLabels(cluster)},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       caSecret.Data,
 		}

@@ -1,4 +1,4 @@
-package controllers
+package clusters
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,24 +10,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers"
 )
 
-func dnsPort(c *bindv1alpha1.BindCluster) int32 {
-	if c.Spec.Ports.DNS == 0 {
-		return bindv1alpha1.DefaultDNSPort
-	}
-	return c.Spec.Ports.DNS
-}
-
-// servicePort is the DNS port of every Service, whatever port named
-// listens on inside the pods.
-const servicePort = 53
-
 func dnsServicePorts(c *bindv1alpha1.BindCluster) []corev1.ServicePort {
-	p := dnsPort(c)
+	p := controllers.DNSPort(c)
 	return []corev1.ServicePort{
-		{Name: "dns-udp", Port: servicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolUDP},
-		{Name: "dns-tcp", Port: servicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP},
+		{Name: "dns-udp", Port: controllers.ServicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolUDP},
+		{Name: "dns-tcp", Port: controllers.ServicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP},
 	}
 }
 
@@ -47,20 +37,20 @@ func withLabels(base map[string]string, extra map[string]string) map[string]stri
 // what restart-scoped config may name) and the query Service.
 func buildServices(c *bindv1alpha1.BindCluster) []*corev1.Service {
 	headless := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: headlessSvcName(c), Namespace: c.Namespace, Labels: objectLabels(c)},
+		ObjectMeta: metav1.ObjectMeta{Name: controllers.HeadlessSvcName(c), Namespace: c.Namespace, Labels: controllers.ObjectLabels(c)},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 selectorLabels(c),
+			Selector:                 controllers.SelectorLabels(c),
 			Ports:                    dnsServicePorts(c),
 			PublishNotReadyAddresses: true,
 		},
 	}
-	primarySelector := selectorLabels(c)
-	primarySelector[appsv1.StatefulSetPodNameLabel] = primaryPodName(c)
+	primarySelector := controllers.SelectorLabels(c)
+	primarySelector[appsv1.StatefulSetPodNameLabel] = controllers.PrimaryPodName(c)
 	primary := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: primarySvcName(c), Namespace: c.Namespace,
-			Labels:      withLabels(objectLabels(c), c.Spec.PrimaryService.Labels),
+			Name: controllers.PrimarySvcName(c), Namespace: c.Namespace,
+			Labels:      withLabels(controllers.ObjectLabels(c), c.Spec.PrimaryService.Labels),
 			Annotations: c.Spec.PrimaryService.Annotations,
 		},
 		Spec: corev1.ServiceSpec{
@@ -74,13 +64,13 @@ func buildServices(c *bindv1alpha1.BindCluster) []*corev1.Service {
 	}
 	query := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: querySvcName(c), Namespace: c.Namespace,
-			Labels:      withLabels(objectLabels(c), c.Spec.QueryService.Labels),
+			Name: controllers.QuerySvcName(c), Namespace: c.Namespace,
+			Labels:      withLabels(controllers.ObjectLabels(c), c.Spec.QueryService.Labels),
 			Annotations: c.Spec.QueryService.Annotations,
 		},
 		Spec: corev1.ServiceSpec{
 			Type:     serviceType(c.Spec.QueryService.Type),
-			Selector: selectorLabels(c),
+			Selector: controllers.SelectorLabels(c),
 			Ports:    dnsServicePorts(c),
 		},
 	}
@@ -97,10 +87,10 @@ func serviceType(t corev1.ServiceType) corev1.ServiceType {
 // buildPDB keeps all but one pod up during voluntary disruptions.
 func buildPDB(c *bindv1alpha1.BindCluster) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: objectLabels(c)},
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: controllers.ObjectLabels(c)},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels(c)},
+			Selector:       &metav1.LabelSelector{MatchLabels: controllers.SelectorLabels(c)},
 		},
 	}
 }
@@ -119,7 +109,7 @@ func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *netwo
 	if metricsPort == 0 {
 		metricsPort = bindv1alpha1.DefaultMetricsPort
 	}
-	dns := intstr.FromInt32(dnsPort(c))
+	dns := intstr.FromInt32(controllers.DNSPort(c))
 	agent := intstr.FromInt32(agentPort)
 	metrics := intstr.FromInt32(metricsPort)
 	operatorPeer := networkingv1.NetworkPolicyPeer{
@@ -136,9 +126,9 @@ func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *netwo
 	}
 	metricsPeer := networkingv1.NetworkPolicyPeer{NamespaceSelector: scrapers.DeepCopy()}
 	return &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: objectLabels(c)},
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: controllers.ObjectLabels(c)},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(c)},
+			PodSelector: metav1.LabelSelector{MatchLabels: controllers.SelectorLabels(c)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}}},
