@@ -34,7 +34,9 @@ import (
 	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
 	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
+	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
+	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/internal/apiwait"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/internal/metricsauth"
@@ -337,12 +339,12 @@ func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *controllers
 	// kept connections.
 	updates := batch.NewUpdates(0, 0)
 	// Deleted DNSRecords' sets stay owned until their data is gone.
-	deleted := controllers.NewDeletedRecords()
+	deleted := dnsrecords.NewDeletedRecords()
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 		&clusters.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths(), Rechecks: rechecks},
 		&tsigkeys.BindTSIGKeyReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
-		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync, Rechecks: rechecks},
-		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain, Rechecks: rechecks},
+		&dnsrecords.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync, Rechecks: rechecks},
+		&zones.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain, Rechecks: rechecks},
 		&catalogs.BindCatalogZoneReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 		&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 	} {

@@ -91,3 +91,7 @@ func isLabelScoped(obj client.Object) bool {
 // DefaultSecretResyncPeriod is how often Secrets outside the cache
 // (imported TSIG keys) and objects in a NameConflict are read again.
 const DefaultSecretResyncPeriod = time.Minute
+
+// DefaultResyncPeriod is how often a BindZone compares what named serves
+// with spec.records when nothing else triggers it.
+const DefaultResyncPeriod = 5 * time.Minute

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -29,3 +30,8 @@ func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object, fi
 	}
 	return client.IgnoreNotFound(c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
+
+// DeleteGiveUp bounds how long a deleted DNSRecord or BindZone waits for
+// its primary: a cluster that is gone for good must not keep objects
+// forever.
+const DeleteGiveUp = 5 * time.Minute

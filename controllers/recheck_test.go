@@ -17,12 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/render"
 )
 
 // refusedLabel marks the objects labelRules refuses: the tests' stand-in
@@ -158,157 +156,8 @@ func TestInvalidObjectsGauge(t *testing.T) {
 	g.Expect(rc.verdicts).NotTo(HaveKey(recheckKey{"BindZone", types.NamespacedName{Namespace: "ns", Name: "bad"}}), "the verdicts of objects gone are dropped")
 }
 
-// A render leaves out what the current rules refuse, and what names it,
-// and keeps everything else.
-func TestGatherLeavesOutRefusedObjects(t *testing.T) {
-	ns := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "ns", Name: name} }
-	zone := func(name string, mut func(*bindv1alpha1.BindZoneSpec)) *bindv1alpha1.BindZone {
-		z := &bindv1alpha1.BindZone{ObjectMeta: ns(name), Spec: bindv1alpha1.BindZoneSpec{
-			ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}, ZoneName: bindv1alpha1.DomainName(name + ".example"), Type: bindv1alpha1.ZonePrimary}}
-		if mut != nil {
-			mut(&z.Spec)
-		}
-		return z
-	}
-	f := newInputsFixture(t,
-		refused(zone("refused", nil), "records"),
-		refused(&bindv1alpha1.BindACL{ObjectMeta: ns("bad"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{{Address: "10.0.0.0/8"}}}}, "entries"),
-		&bindv1alpha1.BindACL{ObjectMeta: ns("outer"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{{ACLRef: "bad"}}}},
-		&bindv1alpha1.BindACL{ObjectMeta: ns("good"), Spec: bindv1alpha1.BindACLSpec{Entries: []bindv1alpha1.AddressMatchElement{{Address: "192.0.2.0/24"}}}},
-		zone("guarded", func(s *bindv1alpha1.BindZoneSpec) {
-			s.AllowQuery = []bindv1alpha1.AddressMatchElement{{ACLRef: "outer"}}
-		}),
-		zone("open", func(s *bindv1alpha1.BindZoneSpec) {
-			s.AllowQuery = []bindv1alpha1.AddressMatchElement{{ACLRef: "good"}}
-		}),
-		refused(&bindv1alpha1.BindDNSSECPolicy{ObjectMeta: ns("sign")}, "signaturesRefresh"),
-		zone("signed", func(s *bindv1alpha1.BindZoneSpec) {
-			s.DNSSECPolicyRef = &bindv1alpha1.LocalObjectReference{Name: "sign"}
-		}),
-	)
-	rc := NewRechecks(labelRules(nil))
-	g := NewWithT(t)
-	in, err := GatherInput(context.Background(), f.c, rc, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(zoneNames(in.Zones)).To(ConsistOf("a", "b", "c", "open"))
-	var acls []string
-	for _, a := range in.ACLs {
-		acls = append(acls, a.Name)
-	}
-	g.Expect(acls).To(ConsistOf("good"))
-	g.Expect(in.DNSSECPolicies).To(BeEmpty())
-	_, err = render.Render(in)
-	g.Expect(err).NotTo(HaveOccurred(), "the rest renders")
-
-	// Without Rechecks nothing is left out (and the render says what is
-	// missing: nothing here).
-	all, err := GatherInput(context.Background(), f.c, nil, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(zoneNames(all.Zones)).To(ConsistOf("a", "b", "c", "open", "guarded", "signed", "refused"))
-
-	// One zone's clause: a zone that names a left-out object says which.
-	var signed bindv1alpha1.BindZone
-	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "signed"}, &signed)).To(Succeed())
-	_, err = GatherZoneInput(context.Background(), f.c, rc, f.cluster, &signed, "198.19.0.10", f.controlKey, render.DefaultPaths())
-	g.Expect(RenderRefused(err)).To(BeTrue())
-	g.Expect(err).To(MatchError(`the zone names BindDNSSECPolicy "sign", which the operator's current admission rules refuse (its status says why); fix that object, or stop naming it`))
-	var guarded bindv1alpha1.BindZone
-	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "guarded"}, &guarded)).To(Succeed())
-	_, err = GatherZoneInput(context.Background(), f.c, rc, f.cluster, &guarded, "198.19.0.10", f.controlKey, render.DefaultPaths())
-	g.Expect(err).To(MatchError(ContainSubstring(`the zone names BindACL "outer", which names BindACL "bad", which the operator's current admission rules refuse`)))
-	_, err = GatherZoneInput(context.Background(), f.c, rc, f.cluster, f.zone, "198.19.0.10", f.controlKey, render.DefaultPaths())
-	g.Expect(err).NotTo(HaveOccurred(), "a zone that names nothing left out")
-}
-
-// A cluster that names a left-out object cannot render: it reports so and
-// keeps what runs (RenderRefused is the RenderFailed path).
-func TestGatherRefusesAClusterNamingALeftOutKey(t *testing.T) {
-	f := newInputsFixture(t)
-	var transfer bindv1alpha1.BindTSIGKey
-	g := NewWithT(t)
-	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "transfer"}, &transfer)).To(Succeed())
-	g.Expect(f.c.Update(context.Background(), refused(&transfer, "keyName"))).To(Succeed())
-	_, err := GatherInput(context.Background(), f.c, NewRechecks(labelRules(nil)), f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
-	g.Expect(RenderRefused(err)).To(BeTrue())
-	g.Expect(err).To(MatchError(`spec.transferKeyRef names BindTSIGKey "transfer", which the operator's current admission rules refuse (its status says why); fix that object, or stop naming it`))
-}
-
 func readyOf(conds []metav1.Condition) *metav1.Condition {
 	return meta.FindStatusCondition(conds, bindv1alpha1.ConditionReady)
-}
-
-func expectInvalid(g Gomega, conds []metav1.Condition, rec *events.FakeRecorder) {
-	ready := readyOf(conds)
-	g.Expect(ready).NotTo(BeNil())
-	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(ready.Reason).To(Equal(bindv1alpha1.ReasonInvalid))
-	g.Expect(ready.Message).To(HaveSuffix(`spec.records: Invalid value: "x": is not allowed any more; write y`))
-	g.Expect(rec.Events).To(Receive(And(ContainSubstring("Warning Invalid"), ContainSubstring("is not allowed any more"))))
-}
-
-// Each reconciler reports an object the rules refuse and does nothing
-// else: the reconcilers here have no agents, servers or endpoints, so any
-// step past the report would fail.
-func TestReconcilersReportRefusedObjectsAndStop(t *testing.T) {
-	ctx := context.Background()
-	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1}
-	}
-	zone := refused(&bindv1alpha1.BindZone{ObjectMeta: meta("z"), Spec: bindv1alpha1.BindZoneSpec{ZoneName: "example.com", Type: bindv1alpha1.ZonePrimary,
-		ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}}}, "records")
-
-	rec := refused(&bindv1alpha1.DNSRecord{ObjectMeta: meta("r"), Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "z"},
-		Name: "www", Type: "A", Values: []string{"192.0.2.1"}}, Status: bindv1alpha1.DNSRecordStatus{AppliedValues: []string{"192.0.2.9"}}}, "records")
-	other := &bindv1alpha1.DNSRecord{ObjectMeta: meta("other"), Spec: bindv1alpha1.DNSRecordSpec{ZoneRef: bindv1alpha1.ZoneReference{Name: "z"},
-		Name: "api", Type: "A", Values: []string{"192.0.2.2"}}}
-
-	cluster := refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "records")
-	objs := []client.Object{zone, rec, other, cluster}
-	c := fake.NewClientBuilder().WithScheme(recheckScheme(t)).WithObjects(objs...).WithStatusSubresource(objs...).Build()
-	rc := NewRechecks(labelRules(nil))
-	req := func(name string) ctrl.Request {
-		return ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
-	}
-
-	t.Run("BindZone", func(t *testing.T) {
-		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
-		_, err := (&BindZoneReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("z"))
-		g.Expect(err).NotTo(HaveOccurred())
-		var got bindv1alpha1.BindZone
-		g.Expect(c.Get(ctx, req("z").NamespacedName, &got)).To(Succeed())
-		expectInvalid(g, got.Status.Conditions, recorder)
-		g.Expect(got.Finalizers).To(BeEmpty(), "nothing was added to the pods, so nothing to remove")
-		// Again: the same message is no new event.
-		_, err = (&BindZoneReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req("z"))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(recorder.Events).NotTo(Receive())
-	})
-	t.Run("DNSRecord", func(t *testing.T) {
-		g, recorder := NewWithT(t), events.NewFakeRecorder(10)
-		r := &DNSRecordReconciler{Client: c, Recorder: recorder, Rechecks: rc, Deleted: NewDeletedRecords()}
-		_, err := r.Reconcile(ctx, req("r"))
-		g.Expect(err).NotTo(HaveOccurred())
-		var got bindv1alpha1.DNSRecord
-		g.Expect(c.Get(ctx, req("r").NamespacedName, &got)).To(Succeed())
-		expectInvalid(g, got.Status.Conditions, recorder)
-		g.Expect(got.Status.AppliedValues).To(Equal([]string{"192.0.2.9"}), "what it wrote stays, nothing more is written")
-
-		// A valid record of a refused zone writes nothing either.
-		_, err = r.Reconcile(ctx, req("other"))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(c.Get(ctx, req("other").NamespacedName, &got)).To(Succeed())
-		ready := readyOf(got.Status.Conditions)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Reason).To(Equal(bindv1alpha1.ReasonZoneNotReady))
-		g.Expect(ready.Message).To(HavePrefix(`BindZone "z" in namespace "ns" fails the operator's current admission rules`))
-	})
-	t.Run("gone", func(t *testing.T) {
-		g := NewWithT(t)
-		g.Expect(c.Delete(ctx, zone)).To(Succeed())
-		_, err := (&BindZoneReconciler{Client: c, Rechecks: rc}).Reconcile(ctx, req("z"))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(rc.verdicts).NotTo(HaveKey(recheckKey{"BindZone", req("z").NamespacedName}))
-	})
 }
 
 // The API server refuses an event whose note passes 1 KiB: the event of

@@ -1,7 +1,11 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
+	"git.unkin.net/unkin/bind-operator/render"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,4 +62,35 @@ func KeySecretUsable(k *bindv1alpha1.BindTSIGKey, s *corev1.Secret) error {
 		return nil
 	}
 	return &KeySecretRefusedError{Key: k.Name, Secret: s.Name}
+}
+
+// KeyMaterial reads a BindTSIGKey's Secret: the only reader of key
+// material (the cluster's keys, a zone's clause, the operator's UPDATEs,
+// catalogs), so the only place that must ask KeySecretUsable. A missing
+// Secret is reported as a sentence: the BindTSIGKey controller may simply
+// not have created it yet; a Secret the key has no right to as a
+// *KeySecretRefusedError.
+func KeyMaterial(ctx context.Context, c client.Reader, k *bindv1alpha1.BindTSIGKey) (render.TSIGKey, error) {
+	secretName, keyName, algorithm := TSIGDefaults(k)
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: secretName}, &s); err != nil {
+		if apierrors.IsNotFound(err) && k.Spec.ImportExisting {
+			return render.TSIGKey{}, &ImportedSecretMissingError{Key: k.Name, Secret: secretName}
+		}
+		if apierrors.IsNotFound(err) {
+			return render.TSIGKey{}, fmt.Errorf("the Secret %q of BindTSIGKey %q does not exist yet", secretName, k.Name)
+		}
+		return render.TSIGKey{}, err
+	}
+	if err := KeySecretUsable(k, &s); err != nil {
+		return render.TSIGKey{}, err
+	}
+	material := string(s.Data[bindv1alpha1.TSIGSecretKey])
+	if material == "" && k.Spec.ImportExisting {
+		return render.TSIGKey{}, &ImportedSecretMissingError{Key: k.Name, Secret: secretName, NoEntry: true}
+	}
+	if material == "" {
+		return render.TSIGKey{}, fmt.Errorf("the Secret %q of BindTSIGKey %q has no %q entry", secretName, k.Name, bindv1alpha1.TSIGSecretKey)
+	}
+	return render.TSIGKey{Name: keyName, Algorithm: string(algorithm), Secret: material}, nil
 }

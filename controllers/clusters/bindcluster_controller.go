@@ -26,6 +26,7 @@ import (
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/inputs"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -163,8 +164,8 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	in, err := controllers.GatherInput(ctx, r.Client, r.Rechecks, cluster, primaryIP, ctlKey, r.Paths)
-	if controllers.RenderRefused(err) {
+	in, err := inputs.GatherInput(ctx, r.Client, r.Rechecks, cluster, primaryIP, ctlKey, r.Paths)
+	if inputs.RenderRefused(err) {
 		// A key the cluster uses names a Secret it has no right to, or the
 		// cluster names an object the current rules refuse: say so, and
 		// leave the running config alone, as for a failed render.

@@ -20,6 +20,7 @@ import (
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/inputs"
 )
 
 // SetupWithManager registers the reconciler and the watches that make a
@@ -40,7 +41,7 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	zoneCluster := func(o client.Object) string { return o.(*bindv1alpha1.BindZone).Spec.ClusterRef.Name }
 	allInNamespace := handler.EnqueueRequestsFromMapFunc(r.clustersInNamespace)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &bindv1alpha1.BindZone{}, indexZoneForwardsTo, func(o client.Object) []string {
-		return controllers.ForwardedClusters(o.(*bindv1alpha1.BindZone).Spec.Forwarders)
+		return inputs.ForwardedClusters(o.(*bindv1alpha1.BindZone).Spec.Forwarders)
 	}); err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func (r *BindClusterReconciler) clustersForwardingTo(ctx context.Context, namesp
 		names[z.Spec.ClusterRef.Name] = true
 	}
 	forwardsThere := func(fw []bindv1alpha1.Forwarder) bool {
-		return slices.Contains(controllers.ForwardedClusters(fw), target)
+		return slices.Contains(inputs.ForwardedClusters(fw), target)
 	}
 	var views bindv1alpha1.BindViewList
 	if err := r.Client.List(ctx, &views, client.InNamespace(namespace)); err != nil {

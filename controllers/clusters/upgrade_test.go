@@ -27,6 +27,7 @@ import (
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/inputs"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/webhooks"
 )
@@ -99,7 +100,7 @@ func TestUpgradeRollsNothing(t *testing.T) {
 	sum := sha256.Sum256([]byte("control"))
 	ctl := render.TSIGKey{Name: bindv1alpha1.ControlKeyName, Algorithm: string(bindv1alpha1.TSIGHMACSHA256), Secret: base64.StdEncoding.EncodeToString(sum[:])}
 	for _, cl := range clusters {
-		in, err := controllers.GatherInput(ctx, c, nil, cl, "198.19.0.10", ctl, render.DefaultPaths())
+		in, err := inputs.GatherInput(ctx, c, nil, cl, "198.19.0.10", ctl, render.DefaultPaths())
 		if err != nil {
 			t.Fatal(err)
 		}

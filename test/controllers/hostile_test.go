@@ -33,6 +33,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -392,7 +393,7 @@ func TestBindZoneHostileAgent(t *testing.T) {
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{f.ns: {}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}, func(mgr ctrl.Manager) error {
-		return (&controllers.BindZoneReconciler{Client: mgr.GetClient(), Endpoints: hostileEndpoints{strings.TrimPrefix(srv.URL, "https://")}}).SetupWithManager(mgr)
+		return (&zones.BindZoneReconciler{Client: mgr.GetClient(), Endpoints: hostileEndpoints{strings.TrimPrefix(srv.URL, "https://")}}).SetupWithManager(mgr)
 	})
 	testkit.Must(t, err)
 	defer func() {

@@ -15,6 +15,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
+	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -61,7 +62,7 @@ func TestMain(m *testing.M) {
 			if err := (&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr)
+			return (&dnsrecords.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr)
 		})
 	})
 }

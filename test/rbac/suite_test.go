@@ -28,7 +28,9 @@ import (
 	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
 	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
+	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
+	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -129,8 +131,8 @@ func TestMain(m *testing.M) {
 					SecretResyncPeriod: time.Second,
 				},
 				&tsigkeys.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second},
-				&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
-				&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
+				&zones.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
+				&dnsrecords.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
 				&catalogs.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 				&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 			} {
