@@ -30,11 +30,11 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/certs"
-	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
 	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
 	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/internal/apiwait"
@@ -103,7 +103,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 		o.cluster.MetricsNamespaces = sel
 		return nil
 	})
-	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
+	fs.DurationVar(&o.zoneResync, "zone-resync-period", reconcileutil.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2 on the webhook and metrics servers; off by default because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8)")
 	fs.DurationVar(&o.checkTimeout, "admission-config-check-timeout", webhooks.DefaultConfigCheckTimeout, "bound on the named-checkconf run of a BindCluster's candidate config in the validating webhook (webhook timeoutSeconds is 10); a check that does not finish is a warning")
@@ -254,8 +254,8 @@ func runManager(args []string) error {
 		// StatefulSets, PDBs, NetworkPolicies and Pods are cached; anything
 		// else the controllers read (imported TSIG Secrets, an object in a
 		// NameConflict) comes from the API server on demand.
-		Cache:     controllers.CacheOptions(),
-		NewClient: controllers.NewClient,
+		Cache:     reconcileutil.CacheOptions(),
+		NewClient: reconcileutil.NewClient,
 	})
 	if err != nil {
 		return err
@@ -322,19 +322,19 @@ func announce(log logr.Logger, reg prometheus.Registerer, o *managerOptions) err
 // with the same policy rules and pod CIDRs as the webhooks, and the
 // bind_operator_invalid_objects gauge on reg, counted from reader
 // (docs/behaviours.md, "Stored objects are re-checked").
-func newRechecks(opts webhooks.Options, reg prometheus.Registerer, reader client.Reader) (*controllers.Rechecks, error) {
+func newRechecks(opts webhooks.Options, reg prometheus.Registerer, reader client.Reader) (*reconcileutil.Rechecks, error) {
 	rc, err := webhooks.NewRechecker(opts)
 	if err != nil {
 		return nil, err
 	}
-	rechecks := controllers.NewRechecks(rc.Recheck)
+	rechecks := reconcileutil.NewRechecks(rc.Recheck)
 	if err := reg.Register(rechecks.Collector(reader)); err != nil {
-		return nil, fmt.Errorf("registering %s: %w", controllers.InvalidObjectsMetric, err)
+		return nil, fmt.Errorf("registering %s: %w", reconcileutil.InvalidObjectsMetric, err)
 	}
 	return rechecks, nil
 }
 
-func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *controllers.Rechecks) error {
+func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *reconcileutil.Rechecks) error {
 	// DNSRecords and inline records share one UPDATE batcher and its
 	// kept connections.
 	updates := batch.NewUpdates(0, 0)

@@ -20,7 +20,8 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
 )
@@ -38,9 +39,9 @@ type BindCatalogZoneReconciler struct {
 	// Rechecks runs the current admission rules over the catalog
 	// (docs/behaviours.md, "Stored objects are re-checked"); nil
 	// re-checks nothing.
-	Rechecks *controllers.Rechecks
+	Rechecks *reconcileutil.Rechecks
 	// Endpoints locates the primary; nil means KubePods.
-	Endpoints controllers.PodEndpoints
+	Endpoints clusterpods.PodEndpoints
 	// Period is how often the status is refreshed; default 30 s.
 	Period time.Duration
 }
@@ -64,13 +65,13 @@ func (r *BindCatalogZoneReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		period = 30 * time.Second
 	}
 	if err := r.observe(ctx, &cat, status); err != nil {
-		controllers.SetCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonCatalogNotServed, agent.Bound(err.Error()))
+		reconcileutil.SetCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonCatalogNotServed, agent.Bound(err.Error()))
 		period = min(period, 10*time.Second)
 	} else {
-		controllers.SetCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonCatalogServed,
+		reconcileutil.SetCondition(&status.Conditions, &cat, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonCatalogServed,
 			fmt.Sprintf("the primary serves catalog %s with %d member zone(s) at serial %d.", string(cat.Spec.ZoneName), status.MemberCount, ptr.Deref(status.Serial, 0)))
 	}
-	if err := controllers.PatchStatus(ctx, r.Client, &cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status }); err != nil {
+	if err := reconcileutil.PatchStatus(ctx, r.Client, &cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status }); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: period}, nil
@@ -88,11 +89,11 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 	if err != nil {
 		return err
 	}
-	key, err := controllers.LoadUpdateKey(ctx, r.Client, cat.Namespace, cat.Spec.TransferKeyRef.Name)
+	key, err := clusterpods.LoadUpdateKey(ctx, r.Client, cat.Namespace, cat.Spec.TransferKeyRef.Name)
 	if err != nil {
 		return err
 	}
-	c, err := dnsclient.New(controllers.JoinHostPort(addr, port), &key, dnsclient.Options{Timeout: 10 * time.Second, MaxTransferRecords: 4 * maxCatalogMembers, MaxTransferBytes: maxCatalogBytes})
+	c, err := dnsclient.New(clusterpods.JoinHostPort(addr, port), &key, dnsclient.Options{Timeout: 10 * time.Second, MaxTransferRecords: 4 * maxCatalogMembers, MaxTransferBytes: maxCatalogBytes})
 	if err != nil {
 		return err
 	}
@@ -108,14 +109,14 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 		}
 		return fmt.Errorf("cannot transfer the catalog from the primary: %v", err)
 	}
-	members := controllers.CatalogMembers(zone, rrs)
+	members := clusterpods.CatalogMembers(zone, rrs)
 	status.MemberCount = int32(len(members)) //nolint:gosec // bounded by MaxTransferRecords
 	status.Members = members[:min(len(members), bindv1alpha1.MaxCatalogMembersListed)]
 	status.Serial = nil
 	if len(rrs) > 0 {
 		if soa, ok := rrs[0].(*dns.SOA); ok {
 			status.Serial = ptr.To(int64(soa.Serial))
-			return r.catchUpSerial(tctx, cat, &cluster, controllers.ZoneServer{Addr: controllers.JoinHostPort(addr, port), Key: key}, soa.Serial, members)
+			return r.catchUpSerial(tctx, cat, &cluster, clusterpods.ZoneServer{Addr: clusterpods.JoinHostPort(addr, port), Key: key}, soa.Serial, members)
 		}
 	}
 	return nil
@@ -128,30 +129,30 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 // one member at a time (the BindZone controller re-adds each), and a
 // secondary that transferred a partial catalog would drop the zones it
 // lacks. Secondaries that do not answer are skipped.
-func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bindv1alpha1.BindCatalogZone, cluster *bindv1alpha1.BindCluster, srv controllers.ZoneServer, primary uint32, served []string) error {
+func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bindv1alpha1.BindCatalogZone, cluster *bindv1alpha1.BindCluster, srv clusterpods.ZoneServer, primary uint32, served []string) error {
 	zone := string(cat.Spec.ZoneName)
 	pods, err := r.Endpoints.Pods(ctx, cluster)
 	if err != nil {
 		return nil // the status above stands; the next period looks again
 	}
 	var secs []uint32
-	var behind []controllers.PodEndpoint
-	secondaries := slices.DeleteFunc(slices.Clone(pods), func(p controllers.PodEndpoint) bool { return p.Primary })
-	for i, st := range controllers.ServedSerials(ctx, secondaries, nil, zone) {
+	var behind []clusterpods.PodEndpoint
+	secondaries := slices.DeleteFunc(slices.Clone(pods), func(p clusterpods.PodEndpoint) bool { return p.Primary })
+	for i, st := range clusterpods.ServedSerials(ctx, secondaries, nil, zone) {
 		if st.Serial == nil {
 			continue
 		}
 		s := uint32(*st.Serial) //nolint:gosec // serials are uint32 on the wire
 		secs = append(secs, s)
-		if controllers.SerialNewer(primary, s) {
+		if clusterpods.SerialNewer(primary, s) {
 			behind = append(behind, secondaries[i])
 		}
 	}
-	past, ahead := controllers.NewestSerial(primary, secs)
+	past, ahead := clusterpods.NewestSerial(primary, secs)
 	if ahead {
 		// The primary was read before the secondaries (serials.go): only
 		// one still behind when read again lost its data.
-		if primary, ahead, err = controllers.PrimaryStillBehind(ctx, srv, zone, past); err != nil {
+		if primary, ahead, err = clusterpods.PrimaryStillBehind(ctx, srv, zone, past); err != nil {
 			return nil // the primary did not answer: the next period looks again
 		}
 	}
@@ -160,7 +161,7 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 		// starting, or the datagram was lost) would otherwise wait for the
 		// catalog's SOA refresh (300 s) without the new members.
 		if len(behind) > 0 {
-			_ = controllers.NotifySecondaries(ctx, behind, zone, srv.Key)
+			_ = clusterpods.NotifySecondaries(ctx, behind, zone, srv.Key)
 		}
 		return nil
 	}
@@ -171,7 +172,7 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 	if len(missing) > 0 {
 		return fmt.Errorf("the primary serves catalog serial %d, older than a secondary's %d, and lacks %d member(s) (first %s); the serial is raised once every member is back", primary, past, len(missing), missing[0])
 	}
-	old, raised, err := controllers.RaiseSerial(ctx, srv, zone, past)
+	old, raised, err := clusterpods.RaiseSerial(ctx, srv, zone, past)
 	if err != nil {
 		return fmt.Errorf("a secondary serves catalog serial %d, newer than the primary's %d, and raising the primary's failed: %v", past, primary, err)
 	}
@@ -180,7 +181,7 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 	}
 	primary = old
 	ctrl.LoggerFrom(ctx).Info("raised the primary's catalog serial past a secondary's (the primary lost its data?)", "catalog", zone, "primary", primary, "secondary", past)
-	_ = controllers.NotifySecondaries(ctx, pods, zone, srv.Key)
+	_ = clusterpods.NotifySecondaries(ctx, pods, zone, srv.Key)
 	return nil
 }
 
@@ -211,11 +212,11 @@ func (r *BindCatalogZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorder("bind-operator")
 	}
 	if r.Endpoints == nil {
-		r.Endpoints = controllers.KubePods{Client: mgr.GetClient()}
+		r.Endpoints = clusterpods.KubePods{Client: mgr.GetClient()}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindv1alpha1.BindCatalogZone{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&bindv1alpha1.BindZone{}, controllers.EnqueueAfter(memberSettle, func(o client.Object) []reconcile.Request {
+		Watches(&bindv1alpha1.BindZone{}, reconcileutil.EnqueueAfter(memberSettle, func(o client.Object) []reconcile.Request {
 			ref := o.(*bindv1alpha1.BindZone).Spec.CatalogZoneRef
 			if ref == nil {
 				return nil
@@ -253,6 +254,6 @@ func (r *BindCatalogZoneReconciler) missingMembers(ctx context.Context, cat *bin
 func (r *BindCatalogZoneReconciler) invalidCatalog(ctx context.Context, cat *bindv1alpha1.BindCatalogZone, msg string) error {
 	status := cat.Status.DeepCopy()
 	status.ObservedGeneration = cat.Generation
-	controllers.ReportInvalid(r.Recorder, cat, &status.Conditions, msg)
-	return controllers.PatchStatus(ctx, r.Client, cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status })
+	reconcileutil.ReportInvalid(r.Recorder, cat, &status.Conditions, msg)
+	return reconcileutil.PatchStatus(ctx, r.Client, cat, func(c *bindv1alpha1.BindCatalogZone) { c.Status = *status })
 }

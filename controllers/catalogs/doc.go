@@ -3,5 +3,5 @@
 // lists and which secondaries serve its serial, and raises that serial
 // past a secondary that holds a newer one (a primary that lost its data).
 // The member records themselves are written by the BindZone reconciler
-// (package zone), which owns each member's entry in its catalog.
+// (package zones), which owns each member's entry in its catalog.
 package catalogs

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/test/rechecktest"
 )
 
@@ -23,7 +23,7 @@ func TestReconcilerReportsRefusedCatalogAndStops(t *testing.T) {
 	g, recorder := NewWithT(t), events.NewFakeRecorder(10)
 	cat := rechecktest.Refused(&bindv1alpha1.BindCatalogZone{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cat", UID: "uid-cat", Generation: 1}}, "records")
 	c := fake.NewClientBuilder().WithScheme(rechecktest.Scheme(t)).WithObjects(cat).WithStatusSubresource(cat).Build()
-	rc := controllers.NewRechecks(rechecktest.LabelRules(nil))
+	rc := reconcileutil.NewRechecks(rechecktest.LabelRules(nil))
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cat"}}
 	_, err := (&BindCatalogZoneReconciler{Client: c, Recorder: recorder, Rechecks: rc}).Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -10,15 +10,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
 
 // fixedPods are a cluster's pods at fixed addresses.
-type fixedPods []controllers.PodEndpoint
+type fixedPods []clusterpods.PodEndpoint
 
-func (f fixedPods) Pods(context.Context, *bindv1alpha1.BindCluster) ([]controllers.PodEndpoint, error) {
+func (f fixedPods) Pods(context.Context, *bindv1alpha1.BindCluster) ([]clusterpods.PodEndpoint, error) {
 	return f, nil
 }
 
@@ -58,9 +58,9 @@ func TestCatalogSerialRaisedOnlyWhenThePrimaryIsStillBehind(t *testing.T) {
 	}
 	cat := &bindv1alpha1.BindCatalogZone{ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "catalog"},
 		Spec: bindv1alpha1.BindCatalogZoneSpec{ZoneName: zoneName}}
-	srv := controllers.ZoneServer{Addr: primary.DNSAddr, Key: key}
+	srv := clusterpods.ZoneServer{Addr: primary.DNSAddr, Key: key}
 	serving := func() uint32 {
-		s, err := controllers.SOASerial(ctx, primary.DNSAddr, nil, zoneName)
+		s, err := clusterpods.SOASerial(ctx, primary.DNSAddr, nil, zoneName)
 		g.Expect(err).NotTo(HaveOccurred())
 		return s
 	}
@@ -75,7 +75,7 @@ func TestCatalogSerialRaisedOnlyWhenThePrimaryIsStillBehind(t *testing.T) {
 
 	// The secondary serves 20 while the primary serves 10: it lost its
 	// data. Raised past it once its catalog lists every member.
-	_, _, err = controllers.RaiseSerial(ctx, controllers.ZoneServer{Addr: secondary.DNSAddr, Key: key}, zoneName, 19)
+	_, _, err = clusterpods.RaiseSerial(ctx, clusterpods.ZoneServer{Addr: secondary.DNSAddr, Key: key}, zoneName, 19)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.catchUpSerial(ctx, cat, &bindv1alpha1.BindCluster{}, srv, 10, nil)).To(MatchError(ContainSubstring("lacks 1 member(s) (first member.test)")))
 	g.Expect(serving()).To(Equal(uint32(10)))

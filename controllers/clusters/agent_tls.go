@@ -12,7 +12,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/pki"
 )
 
@@ -25,7 +25,7 @@ const renewBefore = 30 * 24 * time.Hour
 // handshake, so a renewal never restarts a pod.
 func (r *BindClusterReconciler) agentTLS(ctx context.Context, cluster *bindv1alpha1.BindCluster, current map[string][]byte) (map[string][]byte, error) {
 	caSecret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.AgentCASecretName(cluster)}, caSecret)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: clusterpods.AgentCASecretName(cluster)}, caSecret)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (r *BindClusterReconciler) agentTLS(ctx context.Context, cluster *bindv1alp
 	}
 	if changed {
 		desired := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: controllers.AgentCASecretName(cluster), Namespace: cluster.Namespace, Labels: controllers.ObjectLabels(cluster)},
+			ObjectMeta: metav1.ObjectMeta{Name: clusterpods.AgentCASecretName(cluster), Namespace: cluster.Namespace, Labels: clusterpods.ObjectLabels(cluster)},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       caSecret.Data,
 		}

@@ -25,8 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/controllers/inputs"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -46,7 +47,7 @@ type BindClusterReconciler struct {
 	// Rechecks runs the current admission rules over the cluster and what
 	// its render gathers (docs/behaviours.md, "Stored objects are
 	// re-checked"); nil re-checks nothing.
-	Rechecks *controllers.Rechecks
+	Rechecks *reconcileutil.Rechecks
 	// SecretResyncPeriod is how often a cluster re-reads key material from
 	// Secrets the operator did not generate (imported keys): those are
 	// not cached, so no watch reports their changes. It is also how often
@@ -59,7 +60,7 @@ func (r *BindClusterReconciler) secretResync() time.Duration {
 	if r.SecretResyncPeriod > 0 {
 		return r.SecretResyncPeriod
 	}
-	return controllers.DefaultSecretResyncPeriod
+	return reconcileutil.DefaultSecretResyncPeriod
 }
 
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindclusters,verbs=get;list;watch
@@ -92,7 +93,7 @@ func (r *BindClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	status.ObservedGeneration = cluster.Generation
 
 	result, err := r.reconcile(ctx, &cluster, status)
-	if uerr := controllers.PatchStatus(ctx, r.Client, &cluster, func(c *bindv1alpha1.BindCluster) { c.Status = *status }); uerr != nil {
+	if uerr := reconcileutil.PatchStatus(ctx, r.Client, &cluster, func(c *bindv1alpha1.BindCluster) { c.Status = *status }); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	return result, err
@@ -119,7 +120,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonNameConflict || prev.Message != msg {
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonNameConflict, "Reconcile", "%s", msg)
 		}
-		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNameConflict, msg)
+		reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNameConflict, msg)
 		return ctrl.Result{RequeueAfter: r.secretResync()}, nil
 	}
 
@@ -156,7 +157,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 
 	// A read error stops here: taken for "no Secret yet", it would
 	// generate new control and view keys and roll every pod.
-	currentKeys, err := controllers.KeysData(ctx, r.Client, cluster)
+	currentKeys, err := clusterpods.KeysData(ctx, r.Client, cluster)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -170,14 +171,14 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		// cluster names an object the current rules refuse: say so, and
 		// leave the running config alone, as for a failed render.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
-		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
+		reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", "%s", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if in.ViewKeys, err = controllers.ViewKeys(currentKeys, in.Views, true); err != nil {
+	if in.ViewKeys, err = clusterpods.ViewKeys(currentKeys, in.Views, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	rendered, err := render.Render(in)
@@ -185,12 +186,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		// Usually something referenced does not exist yet (a key's Secret):
 		// try again shortly, and leave the running config alone.
 		msg := fmt.Sprintf("the configuration cannot be rendered: %v", err)
-		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
+		reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonRenderFailed, msg)
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonRenderFailed, "Render", "%s", msg)
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	rendered.SecretData[controlKeyEntry] = []byte(ctlKey.Secret)
-	controllers.KeepViewKeys(rendered.SecretData, in.ViewKeys)
+	clusterpods.KeepViewKeys(rendered.SecretData, in.ViewKeys)
 	hash := render.ConfigHash(rendered)
 	tlsEntries, err := r.agentTLS(ctx, cluster, currentKeys)
 	if err != nil {
@@ -201,12 +202,12 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 		if err := render.Check(ctx, in, r.Options.NamedCheckconf); err != nil {
 			msg := fmt.Sprintf("named-checkconf rejected the new configuration, so the pods keep running the previous one: %v", err)
 			logger.Info("rendered config rejected", "cluster", cluster.Name, "reason", err.Error())
-			controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonCheckFailed, msg)
+			reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionFalse, bindv1alpha1.ReasonCheckFailed, msg)
 			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonCheckFailed, "Check", "%s", msg)
 			return ctrl.Result{}, nil
 		}
 	}
-	controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, bindv1alpha1.ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
+	reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionConfigValid, metav1.ConditionTrue, bindv1alpha1.ReasonConfigValid, "named-checkconf accepted the rendered configuration.")
 
 	for k, v := range tlsEntries {
 		rendered.SecretData[k] = v
@@ -244,9 +245,9 @@ func (r *BindClusterReconciler) imageNotAllowed(ctx context.Context, cluster *bi
 	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); prev == nil || prev.Reason != bindv1alpha1.ReasonImageNotAllowed || prev.Message != msg {
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, bindv1alpha1.ReasonImageNotAllowed, "Reconcile", "%s", msg)
 	}
-	controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonImageNotAllowed, msg)
+	reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonImageNotAllowed, msg)
 	var sts appsv1.StatefulSet
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.StatefulSetName(cluster)}, &sts)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: clusterpods.StatefulSetName(cluster)}, &sts)
 	if client.IgnoreNotFound(err) != nil {
 		return err
 	}
@@ -320,7 +321,7 @@ func TransferAddress(ctx context.Context, c client.Reader, cluster *bindv1alpha1
 		return clusterIP, nil
 	}
 	var pod corev1.Pod
-	err := c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.PrimaryPodName(cluster)}, &pod)
+	err := c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: clusterpods.PrimaryPodName(cluster)}, &pod)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -347,7 +348,7 @@ func controlKey(current map[string][]byte) (render.TSIGKey, error) {
 // first rollout.
 func (r *BindClusterReconciler) runningHash(ctx context.Context, cluster *bindv1alpha1.BindCluster) (string, error) {
 	var sts appsv1.StatefulSet
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.StatefulSetName(cluster)}, &sts)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: clusterpods.StatefulSetName(cluster)}, &sts)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -366,7 +367,7 @@ func (r *BindClusterReconciler) applyServices(ctx context.Context, cluster *bind
 		if err := r.apply(ctx, cluster, svc); err != nil {
 			return "", err
 		}
-		if svc.Name == controllers.PrimarySvcName(cluster) && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		if svc.Name == clusterpods.PrimarySvcName(cluster) && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 			primaryIP = svc.Spec.ClusterIP
 		}
 	}
@@ -380,14 +381,14 @@ func (r *BindClusterReconciler) applyConfig(ctx context.Context, cluster *bindv1
 	data := maps.Clone(rendered.ConfigData)
 	maps.Copy(data, rendered.SeedData)
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: controllers.ConfigMapName(cluster), Namespace: cluster.Namespace, Labels: controllers.ObjectLabels(cluster)},
+		ObjectMeta: metav1.ObjectMeta{Name: clusterpods.ConfigMapName(cluster), Namespace: cluster.Namespace, Labels: clusterpods.ObjectLabels(cluster)},
 		Data:       data,
 	}
 	if err := r.apply(ctx, cluster, cm); err != nil {
 		return err
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: controllers.KeysSecretName(cluster), Namespace: cluster.Namespace, Labels: controllers.ObjectLabels(cluster)},
+		ObjectMeta: metav1.ObjectMeta{Name: clusterpods.KeysSecretName(cluster), Namespace: cluster.Namespace, Labels: clusterpods.ObjectLabels(cluster)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       rendered.SecretData,
 	}
@@ -452,7 +453,7 @@ func (r *BindClusterReconciler) apply(ctx context.Context, cluster *bindv1alpha1
 	if err := controllerutil.SetControllerReference(cluster, obj, r.Client.Scheme()); err != nil {
 		return err
 	}
-	return controllers.Apply(ctx, r.Client, obj)
+	return reconcileutil.Apply(ctx, r.Client, obj)
 }
 
 // observeStatefulSet turns the StatefulSet's status into Ready and Progressing.
@@ -460,21 +461,21 @@ func (r *BindClusterReconciler) observeStatefulSet(cluster *bindv1alpha1.BindClu
 	want := ptr.Deref(sts.Spec.Replicas, 1)
 	status.Replicas = want
 	status.ReadyReplicas = sts.Status.ReadyReplicas
-	status.Selector = labels.SelectorFromSet(controllers.SelectorLabels(cluster)).String()
+	status.Selector = labels.SelectorFromSet(clusterpods.SelectorLabels(cluster)).String()
 
 	rolling := sts.Status.ObservedGeneration < sts.Generation ||
 		sts.Status.UpdatedReplicas < want ||
 		(sts.Status.UpdateRevision != "" && sts.Status.CurrentRevision != sts.Status.UpdateRevision)
 	if rolling {
-		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, bindv1alpha1.ReasonRollingOut,
+		reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionTrue, bindv1alpha1.ReasonRollingOut,
 			fmt.Sprintf("%d of %d pods run the current configuration.", sts.Status.UpdatedReplicas, want))
 	} else {
-		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, bindv1alpha1.ReasonUpToDate, "every pod runs the current configuration.")
+		reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionProgressing, metav1.ConditionFalse, bindv1alpha1.ReasonUpToDate, "every pod runs the current configuration.")
 	}
 	if sts.Status.ReadyReplicas >= want && !rolling {
-		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+		reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonAllReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
 	} else {
-		controllers.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
+		reconcileutil.SetCondition(&status.Conditions, cluster, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d pods are ready.", sts.Status.ReadyReplicas, want))
 	}
 }
 
@@ -490,9 +491,9 @@ func shortHash(h string) string {
 // ConfigMap, Secret or StatefulSet is written, so its pods keep their
 // configuration and nothing rolls.
 func (r *BindClusterReconciler) invalidCluster(ctx context.Context, cluster *bindv1alpha1.BindCluster, status *bindv1alpha1.BindClusterStatus, msg string) error {
-	controllers.ReportInvalid(r.Recorder, cluster, &status.Conditions, msg)
+	reconcileutil.ReportInvalid(r.Recorder, cluster, &status.Conditions, msg)
 	var sts appsv1.StatefulSet
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: controllers.StatefulSetName(cluster)}, &sts)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: clusterpods.StatefulSetName(cluster)}, &sts)
 	if client.IgnoreNotFound(err) != nil {
 		return err
 	}

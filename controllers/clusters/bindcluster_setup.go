@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/controllers/inputs"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 )
 
 // SetupWithManager registers the reconciler and the watches that make a
@@ -68,7 +68,7 @@ func (r *BindClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A burst of zone changes (thousands of zones applied at once)
 		// re-renders once per zoneSettle, not once per zone: each render
 		// lists and copies every zone of the cluster.
-		Watches(&bindv1alpha1.BindZone{}, controllers.EnqueueAfter(zoneSettle, clusterOf(zoneCluster)), builder.WithPredicates(zoneChanged)).
+		Watches(&bindv1alpha1.BindZone{}, reconcileutil.EnqueueAfter(zoneSettle, clusterOf(zoneCluster)), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindZone{}, forwarders(zoneCluster), builder.WithPredicates(zoneChanged)).
 		Watches(&bindv1alpha1.BindCluster{}, forwarders(client.Object.GetName)).
 		Watches(&corev1.Service{}, forwarders(func(o client.Object) string { return o.GetLabels()[bindv1alpha1.LabelCluster] })).

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 )
 
 // ownedObject is one object a BindCluster creates: its kind (for
@@ -28,13 +28,13 @@ type ownedObject struct {
 // ownedObjects are every object a BindCluster creates, by name.
 func ownedObjects(c *bindv1alpha1.BindCluster) []ownedObject {
 	return []ownedObject{
-		{"Service", &corev1.Service{}, controllers.HeadlessSvcName(c)},
-		{"Service", &corev1.Service{}, controllers.PrimarySvcName(c)},
-		{"Service", &corev1.Service{}, controllers.QuerySvcName(c)},
-		{"ConfigMap", &corev1.ConfigMap{}, controllers.ConfigMapName(c)},
-		{"Secret", &corev1.Secret{}, controllers.KeysSecretName(c)},
-		{"Secret", &corev1.Secret{}, controllers.AgentCASecretName(c)},
-		{"StatefulSet", &appsv1.StatefulSet{}, controllers.StatefulSetName(c)},
+		{"Service", &corev1.Service{}, clusterpods.HeadlessSvcName(c)},
+		{"Service", &corev1.Service{}, clusterpods.PrimarySvcName(c)},
+		{"Service", &corev1.Service{}, clusterpods.QuerySvcName(c)},
+		{"ConfigMap", &corev1.ConfigMap{}, clusterpods.ConfigMapName(c)},
+		{"Secret", &corev1.Secret{}, clusterpods.KeysSecretName(c)},
+		{"Secret", &corev1.Secret{}, clusterpods.AgentCASecretName(c)},
+		{"StatefulSet", &appsv1.StatefulSet{}, clusterpods.StatefulSetName(c)},
 		{"PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, c.Name},
 		{"NetworkPolicy", &networkingv1.NetworkPolicy{}, c.Name},
 	}

@@ -10,14 +10,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 )
 
 func dnsServicePorts(c *bindv1alpha1.BindCluster) []corev1.ServicePort {
-	p := controllers.DNSPort(c)
+	p := clusterpods.DNSPort(c)
 	return []corev1.ServicePort{
-		{Name: "dns-udp", Port: controllers.ServicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolUDP},
-		{Name: "dns-tcp", Port: controllers.ServicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP},
+		{Name: "dns-udp", Port: clusterpods.ServicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolUDP},
+		{Name: "dns-tcp", Port: clusterpods.ServicePort, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP},
 	}
 }
 
@@ -37,20 +37,20 @@ func withLabels(base map[string]string, extra map[string]string) map[string]stri
 // what restart-scoped config may name) and the query Service.
 func buildServices(c *bindv1alpha1.BindCluster) []*corev1.Service {
 	headless := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: controllers.HeadlessSvcName(c), Namespace: c.Namespace, Labels: controllers.ObjectLabels(c)},
+		ObjectMeta: metav1.ObjectMeta{Name: clusterpods.HeadlessSvcName(c), Namespace: c.Namespace, Labels: clusterpods.ObjectLabels(c)},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 controllers.SelectorLabels(c),
+			Selector:                 clusterpods.SelectorLabels(c),
 			Ports:                    dnsServicePorts(c),
 			PublishNotReadyAddresses: true,
 		},
 	}
-	primarySelector := controllers.SelectorLabels(c)
-	primarySelector[appsv1.StatefulSetPodNameLabel] = controllers.PrimaryPodName(c)
+	primarySelector := clusterpods.SelectorLabels(c)
+	primarySelector[appsv1.StatefulSetPodNameLabel] = clusterpods.PrimaryPodName(c)
 	primary := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: controllers.PrimarySvcName(c), Namespace: c.Namespace,
-			Labels:      withLabels(controllers.ObjectLabels(c), c.Spec.PrimaryService.Labels),
+			Name: clusterpods.PrimarySvcName(c), Namespace: c.Namespace,
+			Labels:      withLabels(clusterpods.ObjectLabels(c), c.Spec.PrimaryService.Labels),
 			Annotations: c.Spec.PrimaryService.Annotations,
 		},
 		Spec: corev1.ServiceSpec{
@@ -64,13 +64,13 @@ func buildServices(c *bindv1alpha1.BindCluster) []*corev1.Service {
 	}
 	query := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: controllers.QuerySvcName(c), Namespace: c.Namespace,
-			Labels:      withLabels(controllers.ObjectLabels(c), c.Spec.QueryService.Labels),
+			Name: clusterpods.QuerySvcName(c), Namespace: c.Namespace,
+			Labels:      withLabels(clusterpods.ObjectLabels(c), c.Spec.QueryService.Labels),
 			Annotations: c.Spec.QueryService.Annotations,
 		},
 		Spec: corev1.ServiceSpec{
 			Type:     serviceType(c.Spec.QueryService.Type),
-			Selector: controllers.SelectorLabels(c),
+			Selector: clusterpods.SelectorLabels(c),
 			Ports:    dnsServicePorts(c),
 		},
 	}
@@ -87,10 +87,10 @@ func serviceType(t corev1.ServiceType) corev1.ServiceType {
 // buildPDB keeps all but one pod up during voluntary disruptions.
 func buildPDB(c *bindv1alpha1.BindCluster) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: controllers.ObjectLabels(c)},
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: clusterpods.ObjectLabels(c)},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: controllers.SelectorLabels(c)},
+			Selector:       &metav1.LabelSelector{MatchLabels: clusterpods.SelectorLabels(c)},
 		},
 	}
 }
@@ -109,7 +109,7 @@ func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *netwo
 	if metricsPort == 0 {
 		metricsPort = bindv1alpha1.DefaultMetricsPort
 	}
-	dns := intstr.FromInt32(controllers.DNSPort(c))
+	dns := intstr.FromInt32(clusterpods.DNSPort(c))
 	agent := intstr.FromInt32(agentPort)
 	metrics := intstr.FromInt32(metricsPort)
 	operatorPeer := networkingv1.NetworkPolicyPeer{
@@ -126,9 +126,9 @@ func buildNetworkPolicy(c *bindv1alpha1.BindCluster, opts ClusterOptions) *netwo
 	}
 	metricsPeer := networkingv1.NetworkPolicyPeer{NamespaceSelector: scrapers.DeepCopy()}
 	return &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: controllers.ObjectLabels(c)},
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: clusterpods.ObjectLabels(c)},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: controllers.SelectorLabels(c)},
+			PodSelector: metav1.LabelSelector{MatchLabels: clusterpods.SelectorLabels(c)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}}},

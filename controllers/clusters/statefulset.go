@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -62,7 +62,7 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 		ports.Metrics = bindv1alpha1.DefaultMetricsPort
 	}
 
-	podLabels := controllers.ObjectLabels(c)
+	podLabels := clusterpods.ObjectLabels(c)
 	annotations := map[string]string{}
 	for k, v := range spec.PodAnnotations {
 		annotations[k] = v
@@ -144,7 +144,7 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 				Weight: 100,
 				PodAffinityTerm: corev1.PodAffinityTerm{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: controllers.SelectorLabels(c)},
+					LabelSelector: &metav1.LabelSelector{MatchLabels: clusterpods.SelectorLabels(c)},
 					TopologyKey:   corev1.LabelHostname,
 				},
 			}},
@@ -153,13 +153,13 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 
 	volumes := []corev1.Volume{
 		{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: controllers.ConfigMapName(c)},
+			LocalObjectReference: corev1.LocalObjectReference{Name: clusterpods.ConfigMapName(c)},
 		}}},
 		// 0440: the kubelet gives the files the pod's fsGroup, so both
 		// containers (PodUser, with PodUser as a supplementary group) read
 		// them and no one else does.
 		{Name: keysVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: controllers.KeysSecretName(c), DefaultMode: ptr.To[int32](0o440),
+			SecretName: clusterpods.KeysSecretName(c), DefaultMode: ptr.To[int32](0o440),
 		}}},
 	}
 	var claims []corev1.PersistentVolumeClaim
@@ -169,7 +169,7 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 			size = *spec.Storage.Size
 		}
 		claim := corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: controllers.SelectorLabels(c)},
+			ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: clusterpods.SelectorLabels(c)},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
@@ -184,12 +184,12 @@ func buildStatefulSet(c *bindv1alpha1.BindCluster, opts ClusterOptions, paths re
 	}
 
 	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: controllers.StatefulSetName(c), Namespace: c.Namespace, Labels: controllers.ObjectLabels(c)},
+		ObjectMeta: metav1.ObjectMeta{Name: clusterpods.StatefulSetName(c), Namespace: c.Namespace, Labels: clusterpods.ObjectLabels(c)},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(replicas),
-			ServiceName:         controllers.HeadlessSvcName(c),
+			ServiceName:         clusterpods.HeadlessSvcName(c),
 			PodManagementPolicy: appsv1.OrderedReadyPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: controllers.SelectorLabels(c)},
+			Selector:            &metav1.LabelSelector{MatchLabels: clusterpods.SelectorLabels(c)},
 			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
 			// Claims follow the cluster: deleting the BindCluster deletes
 			// the StatefulSet and with it the data; scaling down keeps it.

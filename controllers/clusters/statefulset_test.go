@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -177,8 +177,8 @@ func TestBindPodVolumes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			c := stsCluster(func(s *bindv1alpha1.BindClusterSpec) { s.Storage = tc.storage })
-			g.Expect(controllers.ConfigMapName(c)).To(Equal("dns-config"))
-			g.Expect(controllers.KeysSecretName(c)).To(Equal("dns-keys"))
+			g.Expect(clusterpods.ConfigMapName(c)).To(Equal("dns-config"))
+			g.Expect(clusterpods.KeysSecretName(c)).To(Equal("dns-keys"))
 			sts := buildStatefulSet(c, ClusterOptions{}, p, "h")
 			pod := sts.Spec.Template.Spec
 			g.Expect(pod.Volumes).To(Equal(tc.wantVolumes))

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/controllers/inputs"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/webhooks"
@@ -109,9 +109,9 @@ func TestUpgradeRollsNothing(t *testing.T) {
 		kept := map[string][]byte{}
 		for _, v := range in.Views {
 			sum := sha256.Sum256([]byte("view " + v.Name))
-			kept[controllers.ViewKeyEntry(v.Name)] = []byte(base64.StdEncoding.EncodeToString(sum[:]))
+			kept[clusterpods.ViewKeyEntry(v.Name)] = []byte(base64.StdEncoding.EncodeToString(sum[:]))
 		}
-		if in.ViewKeys, err = controllers.ViewKeys(kept, in.Views, false); err != nil {
+		if in.ViewKeys, err = clusterpods.ViewKeys(kept, in.Views, false); err != nil {
 			t.Fatal(err)
 		}
 		rendered, err := render.Render(in)
@@ -119,7 +119,7 @@ func TestUpgradeRollsNothing(t *testing.T) {
 			t.Fatalf("BindCluster %s: %v", cl.Name, err)
 		}
 		rendered.SecretData[controlKeyEntry] = []byte(ctl.Secret)
-		controllers.KeepViewKeys(rendered.SecretData, in.ViewKeys)
+		clusterpods.KeepViewKeys(rendered.SecretData, in.ViewKeys)
 		hash := render.ConfigHash(rendered)
 		// Fixed images: those of a cluster that pins none follow the
 		// operator's release (version.BindImage, version.OperatorImage),

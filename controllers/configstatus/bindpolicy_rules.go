@@ -15,7 +15,8 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -31,7 +32,7 @@ const policyApplyTimeout = 15 * time.Second
 // whether every pod enforces the current rules.
 func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alpha1.BindPolicy, status *bindv1alpha1.BindPolicyStatus) {
 	notReady := func(format string, args ...any) {
-		controllers.SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded, agent.Bound(fmt.Sprintf(format, args...)))
+		reconcileutil.SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded, agent.Bound(fmt.Sprintf(format, args...)))
 	}
 	var c bindv1alpha1.BindCluster
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.ClusterRef.Name}, &c); err != nil {
@@ -72,13 +73,13 @@ func (r *ConfigStatusReconciler) enforcePolicy(ctx context.Context, p *bindv1alp
 		notReady("%d of %d pod(s) of BindCluster %q do not enforce the current rules yet: %s", len(failed), len(pods)*len(views), c.Name, strings.Join(failed, "; "))
 		return
 	}
-	controllers.SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
+	reconcileutil.SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
 		fmt.Sprintf("every pod of BindCluster %q (%d) enforces the %d rule(s) in policy zone %s (digest %s).", c.Name, len(pods), len(recs), req.Zone, render.PolicyDigest(recs)))
 }
 
 // observeFeed reports whether every pod has transferred a feed's policy
 // zone from its primaries (named's zone status through the agent).
-func (r *ConfigStatusReconciler) observeFeed(ctx context.Context, p *bindv1alpha1.BindPolicy, c *bindv1alpha1.BindCluster, pods []controllers.PodEndpoint, views []string, zone string, status *bindv1alpha1.BindPolicyStatus) {
+func (r *ConfigStatusReconciler) observeFeed(ctx context.Context, p *bindv1alpha1.BindPolicy, c *bindv1alpha1.BindCluster, pods []clusterpods.PodEndpoint, views []string, zone string, status *bindv1alpha1.BindPolicyStatus) {
 	var mu sync.Mutex
 	serials := map[uint32]bool{}
 	missing := r.onEveryPod(ctx, c, pods, views, func(ctx context.Context, ac *agent.Client, view string) error {
@@ -95,18 +96,18 @@ func (r *ConfigStatusReconciler) observeFeed(ctx context.Context, p *bindv1alpha
 		return nil
 	})
 	if len(missing) > 0 {
-		controllers.SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded,
+		reconcileutil.SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonPolicyNotLoaded,
 			agent.Bound(fmt.Sprintf("%d of %d pod(s) of BindCluster %q have not transferred the feed %s from its primaries: %s", len(missing), len(pods)*len(views), c.Name, zone, strings.Join(missing, "; "))))
 		return
 	}
-	controllers.SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
+	reconcileutil.SetCondition(&status.Conditions, p, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonPolicyLoaded,
 		fmt.Sprintf("every pod of BindCluster %q (%d) transferred the feed %s from its primaries (serials %v).", c.Name, len(pods), zone, slices.Sorted(maps.Keys(serials))))
 }
 
 // onEveryPod runs call against every pod's agent for every view, all at
 // once (an edit is enforced when the slowest pod has it), each bounded by
 // policyApplyTimeout. It returns one "pod (view v): error" per failure.
-func (r *ConfigStatusReconciler) onEveryPod(ctx context.Context, c *bindv1alpha1.BindCluster, pods []controllers.PodEndpoint, views []string, call func(context.Context, *agent.Client, string) error) []string {
+func (r *ConfigStatusReconciler) onEveryPod(ctx context.Context, c *bindv1alpha1.BindCluster, pods []clusterpods.PodEndpoint, views []string, call func(context.Context, *agent.Client, string) error) []string {
 	errs := make([]string, len(pods)*len(views))
 	var wg sync.WaitGroup
 	for i, pod := range pods {

@@ -18,7 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 )
 
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindviews/status;bindacls/status;bindpolicies/status;binddnssecpolicies/status,verbs=patch
@@ -34,11 +35,11 @@ type ConfigStatusReconciler struct {
 	// Rechecks runs the current admission rules over each object
 	// (docs/behaviours.md, "Stored objects are re-checked"); nil
 	// re-checks nothing.
-	Rechecks *controllers.Rechecks
+	Rechecks *reconcileutil.Rechecks
 	// Endpoints locates the pods a BindPolicy is enforced on; nil means
 	// KubePods.
-	Endpoints controllers.PodEndpoints
-	agents    *controllers.AgentClients
+	Endpoints clusterpods.PodEndpoints
+	agents    *clusterpods.AgentClients
 	// PolicyRecheck is how often a BindPolicy is looked at again (pods
 	// come and go); default 30 s.
 	PolicyRecheck time.Duration
@@ -52,9 +53,9 @@ func (r *ConfigStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorder("bind-operator")
 	}
 	if r.Endpoints == nil {
-		r.Endpoints = controllers.KubePods{Client: mgr.GetClient()}
+		r.Endpoints = clusterpods.KubePods{Client: mgr.GetClient()}
 	}
-	r.agents = &controllers.AgentClients{Client: mgr.GetClient()}
+	r.agents = &clusterpods.AgentClients{Client: mgr.GetClient()}
 	for _, k := range []struct {
 		name    string
 		obj     client.Object
@@ -137,7 +138,7 @@ func (r *ConfigStatusReconciler) clusterState(ctx context.Context, namespace str
 // InRunningConfig when all run their current configuration.
 func (r *ConfigStatusReconciler) ready(ctx context.Context, obj metav1.Object, conds *[]metav1.Condition, clusters []string, what string) error {
 	if len(clusters) == 0 {
-		controllers.SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonUnused, "nothing uses it yet.")
+		reconcileutil.SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonUnused, "nothing uses it yet.")
 		return nil
 	}
 	ok, msg, err := r.clusterState(ctx, obj.GetNamespace(), clusters)
@@ -145,10 +146,10 @@ func (r *ConfigStatusReconciler) ready(ctx context.Context, obj metav1.Object, c
 		return err
 	}
 	if !ok {
-		controllers.SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonClusterNotUpToDate, msg)
+		reconcileutil.SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionFalse, bindv1alpha1.ReasonClusterNotUpToDate, msg)
 		return nil
 	}
-	controllers.SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonInRunningConfig, what)
+	reconcileutil.SetCondition(conds, obj, bindv1alpha1.ConditionReady, metav1.ConditionTrue, bindv1alpha1.ReasonInRunningConfig, what)
 	return nil
 }
 
@@ -180,7 +181,7 @@ func (r *ConfigStatusReconciler) observeView(ctx context.Context, o client.Objec
 		fmt.Sprintf("BindCluster %q runs a configuration with this view and its %d zone(s).", v.Spec.ClusterRef.Name, n)); err != nil {
 		return 0, err
 	}
-	return 0, controllers.PatchStatus(ctx, r.Client, v, func(x *bindv1alpha1.BindView) { x.Status = *status })
+	return 0, reconcileutil.PatchStatus(ctx, r.Client, v, func(x *bindv1alpha1.BindView) { x.Status = *status })
 }
 
 func (r *ConfigStatusReconciler) observeDNSSECPolicy(ctx context.Context, o client.Object) (time.Duration, error) {
@@ -200,7 +201,7 @@ func (r *ConfigStatusReconciler) observeDNSSECPolicy(ctx context.Context, o clie
 	if err := r.ready(ctx, p, &status.Conditions, clusters, fmt.Sprintf("%d zone(s) are signed with it.", len(clusters))); err != nil {
 		return 0, err
 	}
-	return 0, controllers.PatchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindDNSSECPolicy) { x.Status = *status })
+	return 0, reconcileutil.PatchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindDNSSECPolicy) { x.Status = *status })
 }
 
 func (r *ConfigStatusReconciler) observeACL(ctx context.Context, o client.Object) (time.Duration, error) {
@@ -254,7 +255,7 @@ func (r *ConfigStatusReconciler) observeACL(ctx context.Context, o client.Object
 	if err := r.ready(ctx, a, &status.Conditions, clusters, fmt.Sprintf("named by %d object(s); every cluster that uses it runs it.", users)); err != nil {
 		return 0, err
 	}
-	return 0, controllers.PatchStatus(ctx, r.Client, a, func(x *bindv1alpha1.BindACL) { x.Status = *status })
+	return 0, reconcileutil.PatchStatus(ctx, r.Client, a, func(x *bindv1alpha1.BindACL) { x.Status = *status })
 }
 
 func (r *ConfigStatusReconciler) observePolicy(ctx context.Context, o client.Object) (time.Duration, error) {
@@ -272,7 +273,7 @@ func (r *ConfigStatusReconciler) observePolicy(ctx context.Context, o client.Obj
 	if c := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady); c.Status == metav1.ConditionTrue {
 		r.enforcePolicy(ctx, p, status)
 	}
-	return recheck, controllers.PatchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindPolicy) { x.Status = *status })
+	return recheck, reconcileutil.PatchStatus(ctx, r.Client, p, func(x *bindv1alpha1.BindPolicy) { x.Status = *status })
 }
 
 // invalidConfig reports a view, ACL, DNSSEC policy or response policy the
@@ -283,23 +284,23 @@ func (r *ConfigStatusReconciler) invalidConfig(ctx context.Context, o client.Obj
 	case *bindv1alpha1.BindView:
 		status := x.Status.DeepCopy()
 		status.ObservedGeneration = x.Generation
-		controllers.ReportInvalid(r.Recorder, x, &status.Conditions, msg)
-		return controllers.PatchStatus(ctx, r.Client, x, func(v *bindv1alpha1.BindView) { v.Status = *status })
+		reconcileutil.ReportInvalid(r.Recorder, x, &status.Conditions, msg)
+		return reconcileutil.PatchStatus(ctx, r.Client, x, func(v *bindv1alpha1.BindView) { v.Status = *status })
 	case *bindv1alpha1.BindACL:
 		status := x.Status.DeepCopy()
 		status.ObservedGeneration = x.Generation
-		controllers.ReportInvalid(r.Recorder, x, &status.Conditions, msg)
-		return controllers.PatchStatus(ctx, r.Client, x, func(a *bindv1alpha1.BindACL) { a.Status = *status })
+		reconcileutil.ReportInvalid(r.Recorder, x, &status.Conditions, msg)
+		return reconcileutil.PatchStatus(ctx, r.Client, x, func(a *bindv1alpha1.BindACL) { a.Status = *status })
 	case *bindv1alpha1.BindDNSSECPolicy:
 		status := x.Status.DeepCopy()
 		status.ObservedGeneration = x.Generation
-		controllers.ReportInvalid(r.Recorder, x, &status.Conditions, msg)
-		return controllers.PatchStatus(ctx, r.Client, x, func(p *bindv1alpha1.BindDNSSECPolicy) { p.Status = *status })
+		reconcileutil.ReportInvalid(r.Recorder, x, &status.Conditions, msg)
+		return reconcileutil.PatchStatus(ctx, r.Client, x, func(p *bindv1alpha1.BindDNSSECPolicy) { p.Status = *status })
 	case *bindv1alpha1.BindPolicy:
 		status := x.Status.DeepCopy()
 		status.ObservedGeneration = x.Generation
-		controllers.ReportInvalid(r.Recorder, x, &status.Conditions, msg)
-		return controllers.PatchStatus(ctx, r.Client, x, func(p *bindv1alpha1.BindPolicy) { p.Status = *status })
+		reconcileutil.ReportInvalid(r.Recorder, x, &status.Conditions, msg)
+		return reconcileutil.PatchStatus(ctx, r.Client, x, func(p *bindv1alpha1.BindPolicy) { p.Status = *status })
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/test/rechecktest"
 )
 
@@ -22,7 +22,7 @@ func TestInvalidConfigReportsRefusedView(t *testing.T) {
 	view := rechecktest.Refused(&bindv1alpha1.BindView{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", UID: "uid-v", Generation: 1},
 		Spec: bindv1alpha1.BindViewSpec{ClusterRef: bindv1alpha1.LocalObjectReference{Name: "dns"}}}, "records")
 	c := fake.NewClientBuilder().WithScheme(rechecktest.Scheme(t)).WithObjects(view).WithStatusSubresource(view).Build()
-	rc := controllers.NewRechecks(rechecktest.LabelRules(nil))
+	rc := reconcileutil.NewRechecks(rechecktest.LabelRules(nil))
 	key := types.NamespacedName{Namespace: "ns", Name: "v"}
 	r := &ConfigStatusReconciler{Client: c, Recorder: recorder, Rechecks: rc}
 	var v bindv1alpha1.BindView

@@ -32,7 +32,8 @@ import (
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/records"
@@ -55,7 +56,7 @@ const recordFinalizer = bindv1alpha1.DNSRecordFinalizer
 type DNSRecordReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	Servers  controllers.ZoneServerResolver
+	Servers  clusterpods.ZoneServerResolver
 	// BatchLinger and BatchSize tune UPDATE batching (see batch.Updates);
 	// zero takes the defaults.
 	BatchLinger time.Duration
@@ -77,7 +78,7 @@ type DNSRecordReconciler struct {
 	// Rechecks runs the current admission rules over the record and its
 	// zone (docs/behaviours.md, "Stored objects are re-checked"); nil
 	// re-checks nothing.
-	Rechecks *controllers.Rechecks
+	Rechecks *reconcileutil.Rechecks
 
 	// Deleted holds the records deleted until their data is gone; shared
 	// with the BindZone reconciler's owners. Nil makes one.
@@ -116,13 +117,13 @@ func (r *DNSRecordReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if rec.DeletionTimestamp != nil {
 		return r.finalize(ctx, &rec)
 	}
-	if err := controllers.RemoveFinalizer(ctx, r.Client, &rec, recordFinalizer); err != nil {
+	if err := reconcileutil.RemoveFinalizer(ctx, r.Client, &rec, recordFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	status := rec.Status.DeepCopy()
 	status.ObservedGeneration = rec.Generation
 	res, err := r.apply(ctx, &rec, status)
-	uerr := controllers.ReplaceStatus(ctx, r.Client, &rec, &rec.Status, status)
+	uerr := reconcileutil.ReplaceStatus(ctx, r.Client, &rec, &rec.Status, status)
 	if apierrors.IsNotFound(uerr) {
 		// Deleted while this reconcile wrote: the delete event saw the
 		// values from before this write, so what was just written becomes
@@ -161,11 +162,11 @@ func (r *DNSRecordReconciler) buryAll(ctx context.Context, key types.NamespacedN
 // while it waits to retry.
 func (r *DNSRecordReconciler) bury(ctx context.Context, t tombstone) (ctrl.Result, bool) {
 	if err := r.deleteData(ctx, t.rec); err != nil {
-		if time.Since(t.at) < controllers.DeleteGiveUp {
+		if time.Since(t.at) < reconcileutil.DeleteGiveUp {
 			logf.FromContext(ctx).Info("removing a deleted record from its zone failed; retrying", "fqdn", t.rec.Status.FQDN, "type", t.rec.Spec.Type, "err", err.Error())
 			return ctrl.Result{RequeueAfter: 10 * time.Second}, false
 		}
-		r.Recorder.Eventf(t.rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", t.rec.Status.FQDN, t.rec.Spec.Type, controllers.DeleteGiveUp, err)
+		r.Recorder.Eventf(t.rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", t.rec.Status.FQDN, t.rec.Spec.Type, reconcileutil.DeleteGiveUp, err)
 	}
 	r.Deleted.finish(ctx, t.rec)
 	return ctrl.Result{}, true
@@ -175,7 +176,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 	// What a record the current rules refuse wrote stays, and nothing
 	// more is written (recheck.go).
 	if msg := r.Rechecks.Check(rec); msg != "" {
-		controllers.ReportInvalid(r.Recorder, rec, &status.Conditions, msg)
+		reconcileutil.ReportInvalid(r.Recorder, rec, &status.Conditions, msg)
 		return ctrl.Result{}, nil
 	}
 	var zone bindv1alpha1.BindZone
@@ -292,7 +293,7 @@ func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRe
 func (r *DNSRecordReconciler) resyncPeriod() time.Duration {
 	switch {
 	case r.ResyncPeriod == 0:
-		return controllers.DefaultResyncPeriod
+		return reconcileutil.DefaultResyncPeriod
 	case r.ResyncPeriod < 0:
 		return 0
 	}
@@ -300,8 +301,8 @@ func (r *DNSRecordReconciler) resyncPeriod() time.Duration {
 }
 
 // alreadyServed tells whether the primary already serves exactly rrset.
-func (r *DNSRecordReconciler) alreadyServed(ctx context.Context, srv controllers.ZoneServer, rrset dnsclient.RRSet) bool {
-	values, ttl, err := controllers.ServedValues(ctx, srv, rrset.Name, rrset.Type)
+func (r *DNSRecordReconciler) alreadyServed(ctx context.Context, srv clusterpods.ZoneServer, rrset dnsclient.RRSet) bool {
+	values, ttl, err := clusterpods.ServedValues(ctx, srv, rrset.Name, rrset.Type)
 	return err == nil && ttl == rrset.TTL && slices.Equal(values, rrset.Values)
 }
 
@@ -390,13 +391,13 @@ func (r *DNSRecordReconciler) finalize(ctx context.Context, rec *bindv1alpha1.DN
 		return ctrl.Result{}, nil
 	}
 	if err := r.deleteData(ctx, rec); err != nil {
-		if time.Since(rec.DeletionTimestamp.Time) < controllers.DeleteGiveUp {
+		if time.Since(rec.DeletionTimestamp.Time) < reconcileutil.DeleteGiveUp {
 			logf.FromContext(ctx).Info("removing the record from its zone failed; retrying", "fqdn", rec.Status.FQDN, "type", rec.Spec.Type, "err", err.Error())
 			return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 		}
-		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", rec.Status.FQDN, rec.Spec.Type, controllers.DeleteGiveUp, err)
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing %s %s from the zone after %s: %v", rec.Status.FQDN, rec.Spec.Type, reconcileutil.DeleteGiveUp, err)
 	}
-	return ctrl.Result{}, controllers.RemoveFinalizer(ctx, r.Client, rec, recordFinalizer)
+	return ctrl.Result{}, reconcileutil.RemoveFinalizer(ctx, r.Client, rec, recordFinalizer)
 }
 
 func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.DNSRecord) error {
@@ -408,7 +409,7 @@ func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.
 		return client.IgnoreNotFound(err)
 	}
 	srv, err := r.Servers.Resolve(ctx, &zone)
-	if errors.Is(err, controllers.ErrClusterGone) {
+	if errors.Is(err, clusterpods.ErrClusterGone) {
 		return nil // nothing left to clean
 	}
 	if err != nil {
@@ -425,19 +426,19 @@ func (r *DNSRecordReconciler) deleteData(ctx context.Context, rec *bindv1alpha1.
 }
 
 func (r *DNSRecordReconciler) setReady(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, s metav1.ConditionStatus, reason, msg string) {
-	controllers.SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionReady, s, reason, msg)
+	reconcileutil.SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionReady, s, reason, msg)
 }
 
 func (r *DNSRecordReconciler) setConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus, reason, msg string) {
 	if prev := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionConflict); prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != reason {
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, reason, "Claim", "%s", msg)
 	}
-	controllers.SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionTrue, reason, msg)
+	reconcileutil.SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionTrue, reason, msg)
 	r.setReady(rec, status, metav1.ConditionFalse, reason, msg)
 }
 
 func (r *DNSRecordReconciler) clearConflict(rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) {
-	controllers.SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionFalse, bindv1alpha1.ReasonNoConflict, "no other object claims this name and type.")
+	reconcileutil.SetCondition(&status.Conditions, rec, bindv1alpha1.ConditionConflict, metav1.ConditionFalse, bindv1alpha1.ReasonNoConflict, "no other object claims this name and type.")
 }
 
 // SetupWithManager registers the reconciler. A change to a zone re-checks
@@ -449,7 +450,7 @@ func (r *DNSRecordReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorder("bind-operator")
 	}
 	if r.Servers == nil {
-		r.Servers = controllers.ClusterResolver{Client: mgr.GetClient()}
+		r.Servers = clusterpods.ClusterResolver{Client: mgr.GetClient()}
 	}
 	if r.Updates == nil {
 		r.Updates = batch.NewUpdates(r.BatchLinger, r.BatchSize)

@@ -24,7 +24,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/test/bindtest"
@@ -151,9 +151,9 @@ func TestOrphanedSets(t *testing.T) {
 }
 
 // fixedServer resolves every zone to one named.
-type fixedServer struct{ srv controllers.ZoneServer }
+type fixedServer struct{ srv clusterpods.ZoneServer }
 
-func (f fixedServer) Resolve(context.Context, *bindv1alpha1.BindZone) (controllers.ZoneServer, error) {
+func (f fixedServer) Resolve(context.Context, *bindv1alpha1.BindZone) (clusterpods.ZoneServer, error) {
 	return f.srv, nil
 }
 
@@ -189,7 +189,7 @@ func TestReconcileUndoesAWriteToADeletedRecord(t *testing.T) {
 	informer := listed{toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &bindv1alpha1.DNSRecord{}, 0, toolscache.Indexers{})}
 	names, err := recordindex.OnInformer(informer, recordindex.ByZoneName)
 	g.Expect(err).NotTo(HaveOccurred())
-	r := &DNSRecordReconciler{Client: c, Recorder: events.NewFakeRecorder(10), Servers: fixedServer{controllers.ZoneServer{Addr: srv.DNSAddr, Key: key}},
+	r := &DNSRecordReconciler{Client: c, Recorder: events.NewFakeRecorder(10), Servers: fixedServer{clusterpods.ZoneServer{Addr: srv.DNSAddr, Key: key}},
 		Updates: batch.NewUpdates(0, 0), Deleted: NewDeletedRecords(), ResyncPeriod: -1, names: names}
 
 	_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rec)})

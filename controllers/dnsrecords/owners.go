@@ -30,7 +30,8 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -69,13 +70,13 @@ type ZoneOwners struct {
 	client    client.Reader
 	records   *recordindex.Index // recordindex.Zones
 	deleted   *DeletedRecords
-	endpoints controllers.PodEndpoints
-	agents    *controllers.AgentClients
-	servers   controllers.ZoneServerResolver
+	endpoints clusterpods.PodEndpoints
+	agents    *clusterpods.AgentClients
+	servers   clusterpods.ZoneServerResolver
 	updates   *batch.Updates
 	// rechecks: a zone the current rules refuse sends nothing; its agent
 	// keeps the owners it had (recheck.go).
-	rechecks *controllers.Rechecks
+	rechecks *reconcileutil.Rechecks
 
 	mu   sync.Mutex
 	sent map[types.NamespacedName]ownersSent
@@ -90,7 +91,7 @@ type ZoneOwners struct {
 // NewZoneOwners sends zones' owned sets with the BindZone controller's
 // reader, DNSRecord index by zone (recordindex.Zones), tombstones, pod
 // endpoints, agent clients, zone servers, UPDATE batcher and rechecks.
-func NewZoneOwners(c client.Reader, records *recordindex.Index, deleted *DeletedRecords, endpoints controllers.PodEndpoints, agents *controllers.AgentClients, servers controllers.ZoneServerResolver, updates *batch.Updates, rechecks *controllers.Rechecks) *ZoneOwners {
+func NewZoneOwners(c client.Reader, records *recordindex.Index, deleted *DeletedRecords, endpoints clusterpods.PodEndpoints, agents *clusterpods.AgentClients, servers clusterpods.ZoneServerResolver, updates *batch.Updates, rechecks *reconcileutil.Rechecks) *ZoneOwners {
 	return &ZoneOwners{client: c, records: records, deleted: deleted, endpoints: endpoints, agents: agents, servers: servers, updates: updates, rechecks: rechecks}
 }
 
@@ -122,7 +123,7 @@ func (o *ZoneOwners) Push(ctx context.Context, zone *bindv1alpha1.BindZone) erro
 		return nil // the pod watch brings the zone back once the primary has an address
 	}
 	addr := pods[0].AgentAddr
-	sent := ownersSent{agent: controllers.AgentKey(cluster, addr), digest: ownersDigest(req), at: time.Now()}
+	sent := ownersSent{agent: clusterpods.AgentKey(cluster, addr), digest: ownersDigest(req), at: time.Now()}
 	o.mu.Lock()
 	last, had := o.sent[key]
 	o.mu.Unlock()
@@ -278,7 +279,7 @@ func (o *ZoneOwners) guardedKeys(ctx context.Context, cluster *bindv1alpha1.Bind
 	if ref := zone.Spec.ViewRef; ref != nil {
 		viewKey = bindv1alpha1.ViewKeyName(ref.Name)
 	} else {
-		ref, err := controllers.TransferKeyRef(ctx, o.client, cluster, zone)
+		ref, err := clusterpods.TransferKeyRef(ctx, o.client, cluster, zone)
 		if err != nil {
 			return nil, err
 		}
@@ -300,7 +301,7 @@ func (o *ZoneOwners) keyName(ctx context.Context, namespace, name string) (strin
 	if err := o.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &k); err != nil {
 		return "", fmt.Errorf("BindTSIGKey %q: %w", name, err)
 	}
-	_, keyName, _ := controllers.TSIGDefaults(&k)
+	_, keyName, _ := clusterpods.TSIGDefaults(&k)
 	return keyName, nil
 }
 
@@ -397,7 +398,7 @@ var recordOwnsOtherSets = predicate.Funcs{
 // with its zonesOf and podsChanged, and o shares its agent clients and pod
 // endpoints (NewZoneOwners).
 func (o *ZoneOwners) SetupWithManager(mgr ctrl.Manager, zonesOf func(ctx context.Context, namespace, cluster string) []reconcile.Request, podsChanged predicate.Funcs) error {
-	zoneOfRecord := controllers.EnqueueThrottled(ownersWindow, clock.RealClock{}, func(o client.Object) []reconcile.Request {
+	zoneOfRecord := reconcileutil.EnqueueThrottled(ownersWindow, clock.RealClock{}, func(o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: o.(*bindv1alpha1.DNSRecord).ZoneKey()}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).

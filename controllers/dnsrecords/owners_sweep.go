@@ -16,7 +16,7 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/validate"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/internal/idlecache"
 	"git.unkin.net/unkin/bind-operator/records"
@@ -68,7 +68,7 @@ func (s *storedOwners) answer(agentKey string) *storedAnswer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byAgent == nil {
-		s.byAgent = idlecache.New(controllers.AgentClientIdle, func(*storedAnswer) {}, s.now)
+		s.byAgent = idlecache.New(clusterpods.AgentClientIdle, func(*storedAnswer) {}, s.now)
 	}
 	a, ok := s.byAgent.Get(agentKey)
 	if !ok {
@@ -123,7 +123,7 @@ func (o *ZoneOwners) sweep(ctx context.Context, zone *bindv1alpha1.BindZone, ac 
 		return nil
 	}
 	srv, err := o.servers.Resolve(ctx, zone)
-	if errors.Is(err, controllers.ErrClusterGone) {
+	if errors.Is(err, clusterpods.ErrClusterGone) {
 		return nil
 	}
 	if err != nil {

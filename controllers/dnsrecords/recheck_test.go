@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/test/rechecktest"
 )
 
@@ -34,7 +34,7 @@ func TestReconcilerReportsRefusedRecordAndStops(t *testing.T) {
 	cluster := rechecktest.Refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "records")
 	objs := []client.Object{zone, rec, other, cluster}
 	c := fake.NewClientBuilder().WithScheme(rechecktest.Scheme(t)).WithObjects(objs...).WithStatusSubresource(objs...).Build()
-	rc := controllers.NewRechecks(rechecktest.LabelRules(nil))
+	rc := reconcileutil.NewRechecks(rechecktest.LabelRules(nil))
 	req := func(name string) ctrl.Request {
 		return ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
 	}

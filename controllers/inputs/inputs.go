@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -20,7 +21,7 @@ import (
 // order from the API server is random; render sorts, so the order here does
 // not matter (the determinism tests shuffle it on purpose). Objects rc
 // refuses, and those that name them, are left out (leftOut).
-func GatherInput(ctx context.Context, c client.Reader, rc *controllers.Rechecks, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+func GatherInput(ctx context.Context, c client.Reader, rc *reconcileutil.Rechecks, cluster *bindv1alpha1.BindCluster, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	return gather(ctx, c, rc, cluster, nil, primaryAddress, controlKey, paths)
 }
 
@@ -31,15 +32,15 @@ func GatherInput(ctx context.Context, c client.Reader, rc *controllers.Rechecks,
 // creating n zones cost O(n²): each reconcile copied all n out of the
 // cache (docs/behaviours.md, "Scale"). The checks across zones stay with
 // the BindCluster's render, which runs once per change.
-func GatherZoneInput(ctx context.Context, c client.Reader, rc *controllers.Rechecks, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+func GatherZoneInput(ctx context.Context, c client.Reader, rc *reconcileutil.Rechecks, cluster *bindv1alpha1.BindCluster, zone *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	return gather(ctx, c, rc, cluster, zone, primaryAddress, controlKey, paths)
 }
 
 // gather is GatherInput, or GatherZoneInput when only is set.
-func gather(ctx context.Context, c client.Reader, rc *controllers.Rechecks, cluster *bindv1alpha1.BindCluster, only *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
+func gather(ctx context.Context, c client.Reader, rc *reconcileutil.Rechecks, cluster *bindv1alpha1.BindCluster, only *bindv1alpha1.BindZone, primaryAddress string, controlKey render.TSIGKey, paths render.Paths) (render.Input, error) {
 	ns := client.InNamespace(cluster.Namespace)
 	out := newLeftOut(rc)
-	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, PrimaryPort: controllers.ServicePort, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
+	in := render.Input{Cluster: cluster, PrimaryAddress: primaryAddress, PrimaryPort: clusterpods.ServicePort, ControlKey: controlKey, Paths: paths, Keys: map[string]render.TSIGKey{}}
 
 	var views bindv1alpha1.BindViewList
 	if err := c.List(ctx, &views, ns); err != nil {
@@ -121,7 +122,7 @@ func gather(ctx context.Context, c client.Reader, rc *controllers.Rechecks, clus
 		if !refs.keys[k.Name] {
 			continue
 		}
-		material, err := controllers.KeyMaterial(ctx, c, &k)
+		material, err := clusterpods.KeyMaterial(ctx, c, &k)
 		if err != nil {
 			return in, err
 		}
@@ -206,7 +207,7 @@ func gatherForwardees(ctx context.Context, c client.Reader, in *render.Input, na
 			return nil, err
 		}
 		var svc corev1.Service
-		if err := c.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: controllers.QuerySvcName(&target)}, &svc); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: target.Namespace, Name: clusterpods.QuerySvcName(&target)}, &svc); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}

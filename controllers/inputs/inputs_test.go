@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -114,7 +114,7 @@ func TestGatherZoneInputListsNoZone(t *testing.T) {
 func TestGatherZoneInputListsZonesForForwardees(t *testing.T) {
 	other := &bindv1alpha1.BindCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "uid-other"},
 		Spec: bindv1alpha1.BindClusterSpec{Mode: bindv1alpha1.ModeAuthoritative}}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: controllers.QuerySvcName(other), Namespace: other.Namespace}} // its query Service
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: clusterpods.QuerySvcName(other), Namespace: other.Namespace}} // its query Service
 	svc.Spec.ClusterIP = "198.19.0.20"
 	scheme := runtime.NewScheme()
 	NewWithT(t).Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())

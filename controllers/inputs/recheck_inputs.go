@@ -8,7 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -17,13 +18,13 @@ import (
 // refuses a reference to an object it does not have. Each is kept by name
 // with a phrase that says why, for the messages of what names it.
 type leftOut struct {
-	rc                                  *controllers.Rechecks
+	rc                                  *reconcileutil.Rechecks
 	acls, keys, dnssec, views, catalogs map[string]string
 	// zones holds why a zone is left out (what it names).
 	zones map[string]string
 }
 
-func newLeftOut(rc *controllers.Rechecks) *leftOut {
+func newLeftOut(rc *reconcileutil.Rechecks) *leftOut {
 	return &leftOut{rc: rc, acls: map[string]string{}, keys: map[string]string{}, dnssec: map[string]string{},
 		views: map[string]string{}, catalogs: map[string]string{}, zones: map[string]string{}}
 }
@@ -176,8 +177,8 @@ func (e *leftOutReferenceError) Error() string { return e.msg }
 // RenderRefused tells whether gathering a render's inputs failed for a
 // reason the user must fix (RenderFailed), rather than one to retry.
 func RenderRefused(err error) bool {
-	var refused *controllers.KeySecretRefusedError
+	var refused *clusterpods.KeySecretRefusedError
 	var left *leftOutReferenceError
-	var missing *controllers.ImportedSecretMissingError
+	var missing *clusterpods.ImportedSecretMissingError
 	return errors.As(err, &refused) || errors.As(err, &left) || errors.As(err, &missing)
 }

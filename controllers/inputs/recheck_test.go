@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/rechecktest"
 )
@@ -42,7 +42,7 @@ func TestGatherLeavesOutRefusedObjects(t *testing.T) {
 			s.DNSSECPolicyRef = &bindv1alpha1.LocalObjectReference{Name: "sign"}
 		}),
 	)
-	rc := controllers.NewRechecks(rechecktest.LabelRules(nil))
+	rc := reconcileutil.NewRechecks(rechecktest.LabelRules(nil))
 	g := NewWithT(t)
 	in, err := GatherInput(context.Background(), f.c, rc, f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -84,7 +84,7 @@ func TestGatherRefusesAClusterNamingALeftOutKey(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "transfer"}, &transfer)).To(Succeed())
 	g.Expect(f.c.Update(context.Background(), rechecktest.Refused(&transfer, "keyName"))).To(Succeed())
-	_, err := GatherInput(context.Background(), f.c, controllers.NewRechecks(rechecktest.LabelRules(nil)), f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
+	_, err := GatherInput(context.Background(), f.c, reconcileutil.NewRechecks(rechecktest.LabelRules(nil)), f.cluster, "198.19.0.10", f.controlKey, render.DefaultPaths())
 	g.Expect(RenderRefused(err)).To(BeTrue())
 	g.Expect(err).To(MatchError(`spec.transferKeyRef names BindTSIGKey "transfer", which the operator's current admission rules refuse (its status says why); fix that object, or stop naming it`))
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 )
 
 // An imported key whose Secret is missing, or lacks the material, is the
@@ -29,13 +29,13 @@ func TestImportedSecretMissingIsReported(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "blank"}, Data: map[string][]byte{"other": []byte("x")}}).Build()
 	ctx := context.Background()
 
-	_, err := controllers.KeyMaterial(ctx, c, gone)
+	_, err := clusterpods.KeyMaterial(ctx, c, gone)
 	g.Expect(RenderRefused(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`imports Secret "legacy", which does not exist; create it`))
-	_, err = controllers.KeyMaterial(ctx, c, empty)
+	_, err = clusterpods.KeyMaterial(ctx, c, empty)
 	g.Expect(RenderRefused(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring(`imports Secret "blank", which has no "secret" entry`))
-	_, err = controllers.KeyMaterial(ctx, c, generated)
+	_, err = clusterpods.KeyMaterial(ctx, c, generated)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(RenderRefused(err)).To(BeFalse(), "a generated key's Secret is waited for: %v", err)
 }

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 )
 
 // annotationTemplateKeys remembers which labels and annotations of a
@@ -38,7 +38,7 @@ type BindTSIGKeyReconciler struct {
 	// Rechecks runs the current admission rules over the key
 	// (docs/behaviours.md, "Stored objects are re-checked"); nil
 	// re-checks nothing.
-	Rechecks *controllers.Rechecks
+	Rechecks *reconcileutil.Rechecks
 	// SecretResyncPeriod is how often a key whose Secret the operator did
 	// not generate (imported, missing for import, or in a conflict) reads
 	// it again: such Secrets are not cached, so no watch reports them.
@@ -67,7 +67,7 @@ func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if msg := r.Rechecks.Check(&key); msg != "" {
 		return ctrl.Result{}, r.invalidKey(ctx, &key, msg)
 	}
-	secretName, keyName, alg := controllers.TSIGDefaults(&key)
+	secretName, keyName, alg := clusterpods.TSIGDefaults(&key)
 	status := key.Status.DeepCopy()
 	status.ObservedGeneration = key.Generation
 	status.SecretName = secretName
@@ -82,15 +82,15 @@ func (r *BindTSIGKeyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		(prev == nil || prev.Reason != cond.Reason || prev.Status != cond.Status) {
 		r.Recorder.Eventf(&key, nil, corev1.EventTypeWarning, cond.Reason, "Reconcile", "%s", cond.Message)
 	}
-	controllers.SetCondition(&status.Conditions, &key, cond.Type, cond.Status, cond.Reason, cond.Message)
+	reconcileutil.SetCondition(&status.Conditions, &key, cond.Type, cond.Status, cond.Reason, cond.Message)
 	var result ctrl.Result
 	if key.Spec.ImportExisting || cond.Reason == bindv1alpha1.ReasonSecretConflict {
 		result.RequeueAfter = r.SecretResyncPeriod
 		if result.RequeueAfter <= 0 {
-			result.RequeueAfter = controllers.DefaultSecretResyncPeriod
+			result.RequeueAfter = reconcileutil.DefaultSecretResyncPeriod
 		}
 	}
-	return result, controllers.PatchStatus(ctx, r.Client, &key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
+	return result, reconcileutil.PatchStatus(ctx, r.Client, &key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
 }
 
 func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1alpha1.BindTSIGKey, secretName, keyName string, alg bindv1alpha1.TSIGAlgorithm) (metav1.Condition, error) {
@@ -105,14 +105,14 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 		if !exists {
 			return notReady(bindv1alpha1.ReasonSecretMissing, fmt.Sprintf("the Secret %q to import does not exist; create it with the base64 key under %q", secretName, bindv1alpha1.TSIGSecretKey)), nil
 		}
-		if err := controllers.CheckTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
+		if err := clusterpods.CheckTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
 			return notReady(bindv1alpha1.ReasonSecretUnusable, fmt.Sprintf("the imported Secret %q is unusable: %v", secretName, err)), nil
 		}
 		return ready(bindv1alpha1.ReasonKeyImported, fmt.Sprintf("using the imported Secret %q (never modified by the operator)", secretName)), nil
 	}
 
 	if !exists {
-		material, err := controllers.GenerateTSIGSecret(alg)
+		material, err := clusterpods.GenerateTSIGSecret(alg)
 		if err != nil {
 			return metav1.Condition{}, err
 		}
@@ -136,7 +136,7 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 		return ready(bindv1alpha1.ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
 	}
 
-	if controllers.KeySecretUsable(key, &secret) != nil {
+	if clusterpods.KeySecretUsable(key, &secret) != nil {
 		return notReady(bindv1alpha1.ReasonSecretConflict, fmt.Sprintf("the Secret %q exists but was not created for this BindTSIGKey; set importExisting: true to adopt it, or choose another secretName", secretName)), nil
 	}
 	// Material is generated once: an existing Secret keeps its key, only
@@ -148,7 +148,7 @@ func (r *BindTSIGKeyReconciler) reconcileSecret(ctx context.Context, key *bindv1
 			return metav1.Condition{}, err
 		}
 	}
-	if err := controllers.CheckTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
+	if err := clusterpods.CheckTSIGSecret(secret.Data[bindv1alpha1.TSIGSecretKey]); err != nil {
 		return notReady(bindv1alpha1.ReasonSecretUnusable, fmt.Sprintf("the Secret %q is unusable: %v; delete the Secret to generate a new key", secretName, err)), nil
 	}
 	return ready(bindv1alpha1.ReasonKeyGenerated, fmt.Sprintf("key material is in Secret %q", secretName)), nil
@@ -256,7 +256,7 @@ func (r *BindTSIGKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		var reqs []reconcile.Request
 		for _, k := range keys.Items {
-			if name, _, _ := controllers.TSIGDefaults(&k); name == o.GetName() {
+			if name, _, _ := clusterpods.TSIGDefaults(&k); name == o.GetName() {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&k)})
 			}
 		}
@@ -274,6 +274,6 @@ func (r *BindTSIGKeyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *BindTSIGKeyReconciler) invalidKey(ctx context.Context, key *bindv1alpha1.BindTSIGKey, msg string) error {
 	status := key.Status.DeepCopy()
 	status.ObservedGeneration = key.Generation
-	controllers.ReportInvalid(r.Recorder, key, &status.Conditions, msg)
-	return controllers.PatchStatus(ctx, r.Client, key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
+	reconcileutil.ReportInvalid(r.Recorder, key, &status.Conditions, msg)
+	return reconcileutil.PatchStatus(ctx, r.Client, key, func(k *bindv1alpha1.BindTSIGKey) { k.Status = *status })
 }

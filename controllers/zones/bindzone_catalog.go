@@ -14,7 +14,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
 )
@@ -30,12 +30,12 @@ func (r *BindZoneReconciler) ensureCatalogMember(ctx context.Context, zone *bind
 	if err != nil {
 		return err
 	}
-	owner := controllers.CatalogMemberOwner(cat, t.zoneName)
+	owner := clusterpods.CatalogMemberOwner(cat, t.zoneName)
 	want := []string{records.ZoneFQDN(t.zoneName)}
-	if vals, _, err := controllers.ServedValues(ctx, t.srv, owner, dns.TypePTR); err == nil && slices.Equal(vals, want) {
+	if vals, _, err := clusterpods.ServedValues(ctx, t.srv, owner, dns.TypePTR); err == nil && slices.Equal(vals, want) {
 		return nil
 	}
-	srv := controllers.ZoneServer{Addr: t.srv.Addr, Key: key}
+	srv := clusterpods.ZoneServer{Addr: t.srv.Addr, Key: key}
 	err = r.Updates.Submit(ctx, srv, cat, dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{
 		Name: owner, Type: dns.TypePTR, TTL: 0, Values: want,
 	}})
@@ -43,7 +43,7 @@ func (r *BindZoneReconciler) ensureCatalogMember(ctx context.Context, zone *bind
 		return &problem{bindv1alpha1.ReasonRecordsRefused, agent.Bound(fmt.Sprintf("adding the zone to catalog %s failed: %v", cat, err)), 30 * time.Second}
 	}
 	r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "CatalogMemberAdded", "Update", "zone %s added to catalog %s", t.zoneName, cat)
-	if err := controllers.NotifySecondaries(ctx, t.pods, cat, key); err != nil {
+	if err := clusterpods.NotifySecondaries(ctx, t.pods, cat, key); err != nil {
 		r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "NotifyFailed", "Notify", "the secondaries did not take the catalog NOTIFY (they catch up at the SOA refresh): %v", agent.Bound(err.Error()))
 	}
 	return nil
@@ -58,7 +58,7 @@ func (r *BindZoneReconciler) catalog(ctx context.Context, namespace, name string
 		}
 		return "", dnsclient.Key{}, err
 	}
-	key, err := controllers.LoadUpdateKey(ctx, r.Client, namespace, cat.Spec.TransferKeyRef.Name)
+	key, err := clusterpods.LoadUpdateKey(ctx, r.Client, namespace, cat.Spec.TransferKeyRef.Name)
 	if err != nil {
 		return "", dnsclient.Key{}, &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 	}
@@ -85,9 +85,9 @@ func (r *BindZoneReconciler) removeCatalogMember(ctx context.Context, zone *bind
 		if err != nil {
 			return err
 		}
-		srv := controllers.ZoneServer{Addr: controllers.JoinHostPort(addr, port), Key: key}
+		srv := clusterpods.ZoneServer{Addr: clusterpods.JoinHostPort(addr, port), Key: key}
 		err = r.Updates.Submit(ctx, srv, cat, dnsclient.Change{
-			Op: dnsclient.Delete, Set: dnsclient.RRSet{Name: controllers.CatalogMemberOwner(cat, zoneName), Type: dns.TypePTR},
+			Op: dnsclient.Delete, Set: dnsclient.RRSet{Name: clusterpods.CatalogMemberOwner(cat, zoneName), Type: dns.TypePTR},
 			Prev: []string{records.ZoneFQDN(zoneName)},
 		})
 		var rc *dnsclient.RcodeError
@@ -96,7 +96,7 @@ func (r *BindZoneReconciler) removeCatalogMember(ctx context.Context, zone *bind
 		}
 		if err == nil {
 			if pods, perr := r.Endpoints.Pods(ctx, cluster); perr == nil {
-				_ = controllers.NotifySecondaries(ctx, pods, cat, key)
+				_ = clusterpods.NotifySecondaries(ctx, pods, cat, key)
 			}
 		}
 	}

@@ -24,8 +24,9 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/internal/recordindex"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -59,9 +60,9 @@ type BindZoneReconciler struct {
 	Recorder events.EventRecorder
 	// Servers resolves where UPDATEs go; nil means ClusterResolver over
 	// Endpoints.
-	Servers controllers.ZoneServerResolver
+	Servers clusterpods.ZoneServerResolver
 	// Endpoints locates the pods; nil means KubePods.
-	Endpoints controllers.PodEndpoints
+	Endpoints clusterpods.PodEndpoints
 	// Updates is the shared UPDATE batcher; nil creates one.
 	Updates *batch.Updates
 	// Deleted are the DNSRecord reconciler's tombstones (DeletedRecords):
@@ -86,13 +87,13 @@ type BindZoneReconciler struct {
 	// Rechecks runs the current admission rules over the zone and what its
 	// clause gathers (docs/behaviours.md, "Stored objects are
 	// re-checked"); nil re-checks nothing.
-	Rechecks *controllers.Rechecks
+	Rechecks *reconcileutil.Rechecks
 	// ClusterDomain is the cluster DNS domain of Service names, for the
 	// SOA MNAME of zones that name none; empty means
 	// bindv1alpha1.DefaultClusterDomain.
 	ClusterDomain string
 
-	agents *controllers.AgentClients
+	agents *clusterpods.AgentClients
 	owners *dnsrecords.ZoneOwners
 	// caughtUp carries the zones the bindzone-replication controller saw
 	// served by every secondary while their Ready said Replicating, and
@@ -132,20 +133,20 @@ func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if zone.Spec.Type == bindv1alpha1.ZoneSecondary {
 		status.ObservedGeneration = zone.Generation
 		res := r.observeSecondary(ctx, &zone, status)
-		return res, controllers.PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
+		return res, reconcileutil.PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
 	}
 	if !zone.Spec.IsPrimary() {
 		status.ObservedGeneration = zone.Generation
 		setZoneCondition(&zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonInConfig,
 			fmt.Sprintf("%s zones are declared in named.conf by BindCluster %q.", zone.Spec.Type, zone.Spec.ClusterRef.Name))
-		return ctrl.Result{}, controllers.PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
+		return ctrl.Result{}, reconcileutil.PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
 	}
-	if err := controllers.AddFinalizer(ctx, r.Client, &zone, zoneFinalizer); err != nil {
+	if err := reconcileutil.AddFinalizer(ctx, r.Client, &zone, zoneFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	res, err := r.apply(ctx, &zone, status)
 	status.ObservedGeneration = zone.Generation
-	if uerr := controllers.PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status }); uerr != nil {
+	if uerr := reconcileutil.PatchStatus(ctx, r.Client, &zone, func(z *bindv1alpha1.BindZone) { z.Status = *status }); uerr != nil {
 		return ctrl.Result{}, errors.Join(err, uerr)
 	}
 	if err == nil && res.RequeueAfter == 0 {
@@ -158,7 +159,7 @@ func (r *BindZoneReconciler) resyncPeriod() time.Duration {
 	if r.ResyncPeriod > 0 {
 		return r.ResyncPeriod
 	}
-	return controllers.DefaultResyncPeriod
+	return reconcileutil.DefaultResyncPeriod
 }
 
 func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus) (ctrl.Result, error) {
@@ -220,12 +221,12 @@ func (r *BindZoneReconciler) finalize(ctx context.Context, zone *bindv1alpha1.Bi
 		return ctrl.Result{}, nil
 	}
 	if err := r.removeFromPods(ctx, zone); err != nil {
-		if time.Since(zone.DeletionTimestamp.Time) < controllers.DeleteGiveUp {
+		if time.Since(zone.DeletionTimestamp.Time) < reconcileutil.DeleteGiveUp {
 			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 		}
-		r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing zone %s from the cluster after %s: %v", zone.Spec.ZoneName, controllers.DeleteGiveUp, err)
+		r.Recorder.Eventf(zone, nil, corev1.EventTypeWarning, "DeleteAbandoned", "Delete", "gave up removing zone %s from the cluster after %s: %v", zone.Spec.ZoneName, reconcileutil.DeleteGiveUp, err)
 	}
-	return ctrl.Result{}, controllers.RemoveFinalizer(ctx, r.Client, zone, zoneFinalizer)
+	return ctrl.Result{}, reconcileutil.RemoveFinalizer(ctx, r.Client, zone, zoneFinalizer)
 }
 
 // Field index of BindZones by cluster.
@@ -239,10 +240,10 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorder("bind-operator")
 	}
 	if r.Endpoints == nil {
-		r.Endpoints = controllers.KubePods{Client: mgr.GetClient()}
+		r.Endpoints = clusterpods.KubePods{Client: mgr.GetClient()}
 	}
 	if r.Servers == nil {
-		r.Servers = controllers.ClusterResolver{Client: mgr.GetClient(), Endpoints: r.Endpoints}
+		r.Servers = clusterpods.ClusterResolver{Client: mgr.GetClient(), Endpoints: r.Endpoints}
 	}
 	if r.Updates == nil {
 		r.Updates = batch.NewUpdates(0, 0)
@@ -256,7 +257,7 @@ func (r *BindZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Paths == (render.Paths{}) {
 		r.Paths = render.DefaultPaths()
 	}
-	r.agents = &controllers.AgentClients{Client: mgr.GetClient()}
+	r.agents = &clusterpods.AgentClients{Client: mgr.GetClient()}
 	zoneRecords, err := recordindex.Zones(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
@@ -343,6 +344,6 @@ func (closeOnStop) NeedLeaderElection() bool { return false }
 func (r *BindZoneReconciler) invalidZone(ctx context.Context, zone *bindv1alpha1.BindZone, msg string) error {
 	status := zone.Status.DeepCopy()
 	status.ObservedGeneration = zone.Generation
-	controllers.ReportInvalid(r.Recorder, zone, &status.Conditions, msg)
-	return controllers.PatchStatus(ctx, r.Client, zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
+	reconcileutil.ReportInvalid(r.Recorder, zone, &status.Conditions, msg)
+	return reconcileutil.PatchStatus(ctx, r.Client, zone, func(z *bindv1alpha1.BindZone) { z.Status = *status })
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/miekg/dns"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
@@ -25,7 +25,7 @@ func (r *BindZoneReconciler) observeDNSSEC(ctx context.Context, zone *bindv1alph
 		status.DNSSEC = nil
 		return
 	}
-	rrs, err := controllers.ServedRRs(ctx, t.srv.Addr, t.srv.ReadKey(), records.ZoneFQDN(t.zoneName), dns.TypeDNSKEY)
+	rrs, err := clusterpods.ServedRRs(ctx, t.srv.Addr, t.srv.ReadKey(), records.ZoneFQDN(t.zoneName), dns.TypeDNSKEY)
 	if err != nil {
 		return
 	}

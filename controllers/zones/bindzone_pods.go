@@ -12,7 +12,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/records"
 	"git.unkin.net/unkin/bind-operator/render"
 )
@@ -36,7 +36,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 	if err != nil {
 		return false, &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
-	res, err := r.Zones.Ensure(ctx, controllers.AgentKey(t.cluster, prim.AgentAddr), ac, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: clause, Seed: seed})
+	res, err := r.Zones.Ensure(ctx, clusterpods.AgentKey(t.cluster, prim.AgentAddr), ac, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: clause, Seed: seed})
 	if err != nil {
 		return false, agentProblem(prim.Pod, err)
 	}
@@ -53,7 +53,7 @@ func (r *BindZoneReconciler) ensureOnPods(ctx context.Context, zone *bindv1alpha
 			if err != nil {
 				return false, &problem{bindv1alpha1.ReasonAgentError, err.Error(), 10 * time.Second}
 			}
-			if _, err := r.Zones.Ensure(ctx, controllers.AgentKey(t.cluster, s.AgentAddr), sc, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: sclause}); err != nil {
+			if _, err := r.Zones.Ensure(ctx, clusterpods.AgentKey(t.cluster, s.AgentAddr), sc, agent.EnsureZoneRequest{View: t.view, Zone: t.zoneName, Clause: sclause}); err != nil {
 				return false, agentProblem(s.Pod, err)
 			}
 		}
@@ -71,7 +71,7 @@ func (r *BindZoneReconciler) soaSpec(zone *bindv1alpha1.BindZone, t *zoneTarget)
 		soa = &bindv1alpha1.SOASpec{}
 	}
 	if soa.PrimaryNameServer == "" {
-		soa.PrimaryNameServer = bindv1alpha1.DomainName(controllers.QuerySvcFQDN(t.cluster, r.ClusterDomain))
+		soa.PrimaryNameServer = bindv1alpha1.DomainName(clusterpods.QuerySvcFQDN(t.cluster, r.ClusterDomain))
 	}
 	return soa
 }

@@ -10,7 +10,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 )
 
 // probeTimeout bounds asking a pod's agent to try a Secondary zone's
@@ -22,7 +22,7 @@ const probeTimeout = 10 * time.Second
 // the zone's keys, and says what each primary answered. named only logs
 // why a transfer failed; this puts the reason in the zone's status. "" when
 // the agent cannot be asked (the caller's message stands alone then).
-func (r *BindZoneReconciler) transferReason(ctx context.Context, cluster *bindv1alpha1.BindCluster, pod controllers.PodEndpoint, zone *bindv1alpha1.BindZone, name string) string {
+func (r *BindZoneReconciler) transferReason(ctx context.Context, cluster *bindv1alpha1.BindCluster, pod clusterpods.PodEndpoint, zone *bindv1alpha1.BindZone, name string) string {
 	req := agent.TransferProbeRequest{Zone: name}
 	for _, p := range zone.Spec.Primaries {
 		pp := agent.ProbePrimary{Address: p.Address, Port: 53}
@@ -34,7 +34,7 @@ func (r *BindZoneReconciler) transferReason(ctx context.Context, cluster *bindv1
 			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: p.KeyRef.Name}, &k); err != nil {
 				return ""
 			}
-			_, pp.Key, _ = controllers.TSIGDefaults(&k)
+			_, pp.Key, _ = clusterpods.TSIGDefaults(&k)
 		}
 		req.Primaries = append(req.Primaries, pp)
 	}

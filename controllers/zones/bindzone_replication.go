@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
 
@@ -92,8 +92,8 @@ func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	qctx, cancel := context.WithTimeout(ctx, replicationQueryTimeout)
 	defer cancel()
 	zoneName := string(zone.Spec.ZoneName)
-	var primary *controllers.PodEndpoint
-	var secondaries []controllers.PodEndpoint
+	var primary *clusterpods.PodEndpoint
+	var secondaries []clusterpods.PodEndpoint
 	for i := range pods {
 		if pods[i].Primary {
 			primary = &pods[i]
@@ -105,15 +105,15 @@ func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.state.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	serial, err := controllers.SOASerial(qctx, primary.DNSAddr, readKey, zoneName)
+	serial, err := clusterpods.SOASerial(qctx, primary.DNSAddr, readKey, zoneName)
 	if err != nil {
 		// The primary does not answer (restarting): look again later.
 		return ctrl.Result{RequeueAfter: r.state.looked(req.NamespacedName, nil, true)}, nil
 	}
-	now := controllers.ServedSerials(qctx, secondaries, readKey, zoneName)
+	now := clusterpods.ServedSerials(qctx, secondaries, readKey, zoneName)
 	behind := false
 	for _, s := range now {
-		behind = behind || s.Serial == nil || controllers.SerialNewer(serial, uint32(*s.Serial)) //nolint:gosec // serials are uint32 on the wire
+		behind = behind || s.Serial == nil || clusterpods.SerialNewer(serial, uint32(*s.Serial)) //nolint:gosec // serials are uint32 on the wire
 	}
 	if !behind {
 		r.state.forget(req.NamespacedName)
@@ -131,19 +131,19 @@ func (r replicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // replicationTarget is the zone's pods and the keys a look needs: readKey
 // signs the SOA queries (a view's key; nil outside views), notifyKey the
 // NOTIFYs (the view's key, else the cluster's transfer key K).
-func (r replicationReconciler) replicationTarget(ctx context.Context, zone *bindv1alpha1.BindZone) (pods []controllers.PodEndpoint, readKey, notifyKey *dnsclient.Key, ok bool) {
+func (r replicationReconciler) replicationTarget(ctx context.Context, zone *bindv1alpha1.BindZone) (pods []clusterpods.PodEndpoint, readKey, notifyKey *dnsclient.Key, ok bool) {
 	var cluster bindv1alpha1.BindCluster
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: zone.Spec.ClusterRef.Name}, &cluster); err != nil {
 		return nil, nil, nil, false
 	}
 	if ref := zone.Spec.ViewRef; ref != nil {
-		k, err := controllers.ViewKey(ctx, r.Client, &cluster, ref.Name)
+		k, err := clusterpods.ViewKey(ctx, r.Client, &cluster, ref.Name)
 		if err != nil {
 			return nil, nil, nil, false
 		}
 		readKey, notifyKey = &k, &k
-	} else if name, err := controllers.TransferKeyRef(ctx, r.Client, &cluster, zone); err == nil && name != "" {
-		k, err := controllers.LoadUpdateKey(ctx, r.Client, zone.Namespace, name)
+	} else if name, err := clusterpods.TransferKeyRef(ctx, r.Client, &cluster, zone); err == nil && name != "" {
+		k, err := clusterpods.LoadUpdateKey(ctx, r.Client, zone.Namespace, name)
 		if err != nil {
 			return nil, nil, nil, false
 		}
@@ -193,7 +193,7 @@ func stuckSecondaries(before, now *serialLook) map[string]bool {
 	}
 	for pod, served := range now.served {
 		prev, seen := before.served[pod]
-		if seen && prev == served && controllers.SerialNewer(before.primary, uint32(prev)) && controllers.SerialNewer(now.primary, uint32(served)) { //nolint:gosec // serials are uint32 on the wire
+		if seen && prev == served && clusterpods.SerialNewer(before.primary, uint32(prev)) && clusterpods.SerialNewer(now.primary, uint32(served)) { //nolint:gosec // serials are uint32 on the wire
 			stuck[pod] = true
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
 )
@@ -46,7 +46,7 @@ func (r *BindZoneReconciler) observeSecondary(ctx context.Context, zone *bindv1a
 	}
 	var key *dnsclient.Key
 	if ref := zone.Spec.ViewRef; ref != nil {
-		k, err := controllers.ViewKey(ctx, r.Client, &cluster, ref.Name)
+		k, err := clusterpods.ViewKey(ctx, r.Client, &cluster, ref.Name)
 		if err != nil {
 			setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonNotTransferred, err.Error())
 			return ctrl.Result{RequeueAfter: secondaryRecheck}
@@ -56,13 +56,13 @@ func (r *BindZoneReconciler) observeSecondary(ctx context.Context, zone *bindv1a
 	name := records.CanonicalZone(string(zone.Spec.ZoneName))
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	secs := controllers.ServedSerials(qctx, pods, key, name)
+	secs := clusterpods.ServedSerials(qctx, pods, key, name)
 	var missing []string
 	var newest *uint32
 	for _, st := range secs {
 		if st.Serial == nil {
 			missing = append(missing, st.Pod)
-		} else if serial := uint32(*st.Serial); newest == nil || controllers.SerialNewer(serial, *newest) { //nolint:gosec // serials are uint32 on the wire
+		} else if serial := uint32(*st.Serial); newest == nil || clusterpods.SerialNewer(serial, *newest) { //nolint:gosec // serials are uint32 on the wire
 			newest = ptr.To(serial)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
 
@@ -24,11 +24,11 @@ func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alph
 			secs = append(secs, uint32(*s.Serial)) //nolint:gosec // serials are uint32 on the wire
 		}
 	}
-	past, ahead := controllers.NewestSerial(uint32(*status.Serial), secs) //nolint:gosec // as above
+	past, ahead := clusterpods.NewestSerial(uint32(*status.Serial), secs) //nolint:gosec // as above
 	if !ahead {
 		return false, nil
 	}
-	old, raised, err := controllers.RaiseSerial(ctx, t.srv, t.zoneName, past)
+	old, raised, err := clusterpods.RaiseSerial(ctx, t.srv, t.zoneName, past)
 	if err != nil {
 		return false, err
 	}
@@ -56,14 +56,14 @@ func (r *BindZoneReconciler) renotify(ctx context.Context, zone *bindv1alpha1.Bi
 
 // notifyStuck sends a NOTIFY signed with key to each of secondaries named
 // in stuck (stuckSecondaries). Best effort: the caller looks again.
-func notifyStuck(ctx context.Context, secondaries []controllers.PodEndpoint, stuck map[string]bool, zone string, key dnsclient.Key) {
-	var pods []controllers.PodEndpoint
+func notifyStuck(ctx context.Context, secondaries []clusterpods.PodEndpoint, stuck map[string]bool, zone string, key dnsclient.Key) {
+	var pods []clusterpods.PodEndpoint
 	for _, p := range secondaries {
 		if stuck[p.Pod] {
 			pods = append(pods, p)
 		}
 	}
 	if len(pods) > 0 {
-		_ = controllers.NotifySecondaries(ctx, pods, zone, key)
+		_ = clusterpods.NotifySecondaries(ctx, pods, zone, key)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
@@ -38,7 +38,7 @@ zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr";
 	g.Expect(err).NotTo(HaveOccurred())
 
 	r := &BindZoneReconciler{}
-	tgt := &zoneTarget{zoneName: zone, srv: controllers.ZoneServer{Addr: srv.DNSAddr, Key: key}}
+	tgt := &zoneTarget{zoneName: zone, srv: clusterpods.ZoneServer{Addr: srv.DNSAddr, Key: key}}
 	want := map[setKey]bool{{"www", "A"}: true, {"mail", "TXT"}: true, {"absent", "A"}: true}
 	got, err := r.served(context.Background(), tgt, func(k setKey) bool { return want[k] })
 	g.Expect(err).NotTo(HaveOccurred())

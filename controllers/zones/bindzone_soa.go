@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/render"
 )
 
@@ -20,7 +20,7 @@ func (r *BindZoneReconciler) ensureSOA(ctx context.Context, zone *bindv1alpha1.B
 	want := render.ZoneSOA(t.zoneName, r.soaSpec(zone, t))
 	//nolint:gosec // the CRD bounds the timers to positive int32
 	refresh, retry, expire, minimum := uint32(want.Refresh), uint32(want.Retry), uint32(want.Expire), uint32(want.Minimum)
-	next, err := controllers.EditSOA(ctx, t.srv, t.zoneName, func(soa *dns.SOA) bool {
+	next, err := clusterpods.EditSOA(ctx, t.srv, t.zoneName, func(soa *dns.SOA) bool {
 		if strings.EqualFold(soa.Ns, want.MName) && strings.EqualFold(soa.Mbox, want.RName) &&
 			soa.Refresh == refresh && soa.Retry == retry && soa.Expire == expire && soa.Minttl == minimum {
 			return false

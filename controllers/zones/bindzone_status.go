@@ -12,7 +12,8 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 )
 
 // problem is a reconcile outcome that goes to the Ready condition.
@@ -40,12 +41,12 @@ func (r *BindZoneReconciler) report(zone *bindv1alpha1.BindZone, status *bindv1a
 func (r *BindZoneReconciler) observeSerials(ctx context.Context, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) bool {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	primary, err := controllers.SOASerial(qctx, t.primary().DNSAddr, t.readKey, t.zoneName)
+	primary, err := clusterpods.SOASerial(qctx, t.primary().DNSAddr, t.readKey, t.zoneName)
 	if err != nil {
 		status.Serial = nil
 		return false
 	}
-	return observed(status, primary, controllers.ServedSerials(qctx, t.secondaries(), t.readKey, t.zoneName))
+	return observed(status, primary, clusterpods.ServedSerials(qctx, t.secondaries(), t.readKey, t.zoneName))
 }
 
 // observed records a look at a zone's pods in status: the primary serves
@@ -81,5 +82,5 @@ func capSecondaries(secs []bindv1alpha1.SecondaryZoneStatus) []bindv1alpha1.Seco
 // setZoneCondition sets a zone's Ready condition. Its messages carry text
 // from the agent and named, so they are bounded.
 func setZoneCondition(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, s metav1.ConditionStatus, reason, msg string) {
-	controllers.SetCondition(&status.Conditions, zone, bindv1alpha1.ConditionReady, s, reason, agent.Bound(msg))
+	reconcileutil.SetCondition(&status.Conditions, zone, bindv1alpha1.ConditionReady, s, reason, agent.Bound(msg))
 }

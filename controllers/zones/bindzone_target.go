@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/controllers/inputs"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -25,15 +25,15 @@ type zoneTarget struct {
 	in        render.Input
 	clauses   map[render.Paths]*render.ZoneClauses
 	effective *bindv1alpha1.BindZone    // updateKeyRef filled with the operator key
-	pods      []controllers.PodEndpoint // primary first
-	srv       controllers.ZoneServer    // UPDATEs
+	pods      []clusterpods.PodEndpoint // primary first
+	srv       clusterpods.ZoneServer    // UPDATEs
 	xfrKey    *dnsclient.Key            // K: transfers of the zone, catalog updates
 	readKey   *dnsclient.Key            // signs serial queries: the view's key, nil outside views
 }
 
 // clause renders the zone's runtime clause for a pod (its own paths when
 // the seam gives some).
-func (t *zoneTarget) clause(p *controllers.PodEndpoint, role render.ZoneRole, notify []string) (string, error) {
+func (t *zoneTarget) clause(p *clusterpods.PodEndpoint, role render.ZoneRole, notify []string) (string, error) {
 	paths := t.in.Paths
 	if p != nil && p.Paths != nil {
 		paths = *p.Paths
@@ -58,14 +58,14 @@ func (t *zoneTarget) clause(p *controllers.PodEndpoint, role render.ZoneRole, no
 	return c, nil
 }
 
-func (t *zoneTarget) primary() *controllers.PodEndpoint {
+func (t *zoneTarget) primary() *clusterpods.PodEndpoint {
 	if len(t.pods) > 0 && t.pods[0].Primary {
 		return &t.pods[0]
 	}
 	return nil
 }
 
-func (t *zoneTarget) secondaries() []controllers.PodEndpoint {
+func (t *zoneTarget) secondaries() []clusterpods.PodEndpoint {
 	if t.primary() != nil {
 		return t.pods[1:]
 	}
@@ -124,11 +124,11 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 	zone, cluster := t.effective, t.cluster
 	in.Zones = []bindv1alpha1.BindZone{*zone}
 	if len(in.Views) > 0 {
-		data, err := controllers.KeysData(ctx, r.Client, cluster)
+		data, err := clusterpods.KeysData(ctx, r.Client, cluster)
 		if err != nil {
 			return err
 		}
-		if in.ViewKeys, err = controllers.ViewKeys(data, in.Views, false); err != nil {
+		if in.ViewKeys, err = clusterpods.ViewKeys(data, in.Views, false); err != nil {
 			return err
 		}
 		// Only the zone's own view matters to its clause: views whose
@@ -141,7 +141,7 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 	if t.view != "" {
 		k, ok := in.ViewKeys[t.view]
 		if !ok {
-			return &problem{bindv1alpha1.ReasonPrimaryNotReady, controllers.ViewKeyMissing(cluster, t.view).Error(), 5 * time.Second}
+			return &problem{bindv1alpha1.ReasonPrimaryNotReady, clusterpods.ViewKeyMissing(cluster, t.view).Error(), 5 * time.Second}
 		}
 		dk, err := dnsclient.NewKey(k.Name, k.Algorithm, k.Secret)
 		if err != nil {
@@ -151,7 +151,7 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 		return nil
 	}
 
-	keyObj, err := controllers.OperatorKeyRef(ctx, r.Client, cluster, zone)
+	keyObj, err := clusterpods.OperatorKeyRef(ctx, r.Client, cluster, zone)
 	if err != nil {
 		return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), time.Minute}
 	}
@@ -164,14 +164,14 @@ func (r *BindZoneReconciler) targetKeys(ctx context.Context, t *zoneTarget, in *
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: keyObj}, &k); err != nil {
 			return &problem{bindv1alpha1.ReasonInvalidZone, fmt.Sprintf("BindTSIGKey %q: %v", keyObj, err), 30 * time.Second}
 		}
-		m, err := controllers.KeyMaterial(ctx, r.Client, &k)
+		m, err := clusterpods.KeyMaterial(ctx, r.Client, &k)
 		if err != nil {
 			return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 		}
 		in.Keys[keyObj] = m
 	}
-	if xfr, err := controllers.TransferKeyRef(ctx, r.Client, cluster, zone); err == nil && xfr != "" {
-		k, err := controllers.LoadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
+	if xfr, err := clusterpods.TransferKeyRef(ctx, r.Client, cluster, zone); err == nil && xfr != "" {
+		k, err := clusterpods.LoadUpdateKey(ctx, r.Client, zone.Namespace, xfr)
 		if err != nil {
 			return &problem{bindv1alpha1.ReasonInvalidZone, err.Error(), 30 * time.Second}
 		}

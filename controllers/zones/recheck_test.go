@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/test/rechecktest"
 )
 
@@ -31,7 +31,7 @@ func TestReconcilerReportsRefusedZoneAndStops(t *testing.T) {
 	objs := []client.Object{zone, cluster}
 	c := fake.NewClientBuilder().WithScheme(rechecktest.Scheme(t)).WithObjects(objs...).WithStatusSubresource(objs...).Build()
 	calls := 0
-	rc := controllers.NewRechecks(rechecktest.LabelRules(&calls))
+	rc := reconcileutil.NewRechecks(rechecktest.LabelRules(&calls))
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "z"}}
 
 	t.Run("BindZone", func(t *testing.T) {

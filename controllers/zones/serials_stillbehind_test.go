@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/test/bindtest"
 )
@@ -35,13 +35,13 @@ func TestSerialRaisedOnlyWhenThePrimaryIsStillBehind(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	recorder := events.NewFakeRecorder(10)
 	r := &BindZoneReconciler{Recorder: recorder}
-	tgt := &zoneTarget{zoneName: zoneName, srv: controllers.ZoneServer{Addr: srv.DNSAddr, Key: key}}
+	tgt := &zoneTarget{zoneName: zoneName, srv: clusterpods.ZoneServer{Addr: srv.DNSAddr, Key: key}}
 	zone := &bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Namespace: "dns", Name: "race"}}
 	look := func(primary, secondary int64) *bindv1alpha1.BindZoneStatus {
 		return &bindv1alpha1.BindZoneStatus{Serial: ptr.To(primary), Secondaries: []bindv1alpha1.SecondaryZoneStatus{{Pod: "dns-1", Serial: ptr.To(secondary)}}}
 	}
 	serving := func() uint32 {
-		s, err := controllers.SOASerial(ctx, srv.DNSAddr, nil, zoneName)
+		s, err := clusterpods.SOASerial(ctx, srv.DNSAddr, nil, zoneName)
 		g.Expect(err).NotTo(HaveOccurred())
 		return s
 	}

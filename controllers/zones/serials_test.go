@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 )
 
 func TestSerialNewer(t *testing.T) {
@@ -21,7 +21,7 @@ func TestSerialNewer(t *testing.T) {
 		{1_800_000_000, 1, true},
 		{1, 1_800_000_000, false},
 	} {
-		if got := controllers.SerialNewer(tc.a, tc.b); got != tc.want {
+		if got := clusterpods.SerialNewer(tc.a, tc.b); got != tc.want {
 			t.Errorf("SerialNewer(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
@@ -41,7 +41,7 @@ func TestNewestSerial(t *testing.T) {
 		{"re-seeded primary", 1, []uint32{1_800_000_010, 1_800_000_012, 3}, 1_800_000_012, true},
 		{"across the wrap", 0xFFFFFFF0, []uint32{2}, 2, true},
 	} {
-		got, ahead := controllers.NewestSerial(tc.primary, tc.secondaries)
+		got, ahead := clusterpods.NewestSerial(tc.primary, tc.secondaries)
 		if got != tc.want || ahead != tc.wantAhead {
 			t.Errorf("%s: got (%d, %v), want (%d, %v)", tc.name, got, ahead, tc.want, tc.wantAhead)
 		}

@@ -12,10 +12,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
 	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		}
 		// The production cache scope and client: only the operator's own
 		// objects are cached, anything else is read on demand.
-		return s.StartManager(ctrl.Options{Cache: controllers.CacheOptions(), NewClient: controllers.NewClient}, func(mgr ctrl.Manager) error {
+		return s.StartManager(ctrl.Options{Cache: reconcileutil.CacheOptions(), NewClient: reconcileutil.NewClient}, func(mgr ctrl.Manager) error {
 			invalidObjects = suiteRechecks.Collector(mgr.GetCache())
 			reconciler = &clusters.BindClusterReconciler{
 				Client: mgr.GetClient(),

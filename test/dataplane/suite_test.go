@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"git.unkin.net/unkin/bind-operator/batch"
-	"git.unkin.net/unkin/bind-operator/controllers"
 	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
 	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -54,7 +54,7 @@ func startOperator(s *testkit.Suite) (stop func() error, err error) {
 	return s.StartStoppableManager(opts, func(mgr ctrl.Manager) error {
 		updates := batch.NewUpdates(0, 0)
 		deleted := dnsrecords.NewDeletedRecords()
-		servers := controllers.ClusterResolver{Client: mgr.GetClient(), Endpoints: eps}
+		servers := clusterpods.ClusterResolver{Client: mgr.GetClient(), Endpoints: eps}
 		for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 			&dnsrecords.DNSRecordReconciler{Client: mgr.GetClient(), Servers: servers, Updates: updates, Deleted: deleted},
 			&zones.BindZoneReconciler{Client: mgr.GetClient(), Servers: servers, Endpoints: eps, Updates: updates, Deleted: deleted, ResyncPeriod: time.Minute},

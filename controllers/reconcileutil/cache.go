@@ -1,4 +1,4 @@
-package controllers
+package reconcileutil
 
 import (
 	"time"
