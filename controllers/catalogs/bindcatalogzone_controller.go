@@ -124,7 +124,7 @@ func (r *BindCatalogZoneReconciler) observe(ctx context.Context, cat *bindv1alph
 
 // catchUpSerial sends a NOTIFY to the secondaries whose catalog is older
 // than the primary's, and raises the primary's catalog serial past the
-// secondaries' when one serves a newer one (see serials.go) and the primary's catalog
+// secondaries' when one serves a newer one (see clusterpods/serials.go) and the primary's catalog
 // lists every member it should: a re-seeded primary rebuilds the catalog
 // one member at a time (the BindZone controller re-adds each), and a
 // secondary that transferred a partial catalog would drop the zones it
@@ -150,7 +150,7 @@ func (r *BindCatalogZoneReconciler) catchUpSerial(ctx context.Context, cat *bind
 	}
 	past, ahead := clusterpods.NewestSerial(primary, secs)
 	if ahead {
-		// The primary was read before the secondaries (serials.go): only
+		// The primary was read before the secondaries (clusterpods/serials.go): only
 		// one still behind when read again lost its data.
 		if primary, ahead, err = clusterpods.PrimaryStillBehind(ctx, srv, zone, past); err != nil {
 			return nil // the primary did not answer: the next period looks again

@@ -103,7 +103,7 @@ func (r *BindClusterReconciler) reconcile(ctx context.Context, cluster *bindv1al
 	logger := log.FromContext(ctx)
 
 	// Nothing is written for a cluster the current admission rules
-	// refuse: its pods keep what they run (recheck.go).
+	// refuse: its pods keep what they run (reconcileutil/recheck.go).
 	if msg := r.Rechecks.Check(cluster); msg != "" {
 		return ctrl.Result{}, r.invalidCluster(ctx, cluster, status, msg)
 	}

@@ -174,7 +174,7 @@ func (r *DNSRecordReconciler) bury(ctx context.Context, t tombstone) (ctrl.Resul
 
 func (r *DNSRecordReconciler) apply(ctx context.Context, rec *bindv1alpha1.DNSRecord, status *bindv1alpha1.DNSRecordStatus) (ctrl.Result, error) {
 	// What a record the current rules refuse wrote stays, and nothing
-	// more is written (recheck.go).
+	// more is written (reconcileutil/recheck.go).
 	if msg := r.Rechecks.Check(rec); msg != "" {
 		reconcileutil.ReportInvalid(r.Recorder, rec, &status.Conditions, msg)
 		return ctrl.Result{}, nil

@@ -75,7 +75,7 @@ type ZoneOwners struct {
 	servers   clusterpods.ZoneServerResolver
 	updates   *batch.Updates
 	// rechecks: a zone the current rules refuse sends nothing; its agent
-	// keeps the owners it had (recheck.go).
+	// keeps the owners it had (reconcileutil/recheck.go).
 	rechecks *reconcileutil.Rechecks
 
 	mu   sync.Mutex

@@ -11,7 +11,7 @@ import (
 )
 
 // catchUpSerial raises the primary's serial past the secondaries' when one
-// serves a newer serial than the primary (see serials.go). It reports
+// serves a newer serial than the primary (see clusterpods/serials.go). It reports
 // whether the serials are worth reading again: it raised the primary's,
 // or found that the primary had moved on since the look.
 func (r *BindZoneReconciler) catchUpSerial(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) (bool, error) {
