@@ -2,12 +2,12 @@ package clusterpods
 
 import (
 	"context"
-	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"k8s.io/utils/ptr"
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/utils/ptr"
 
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
 

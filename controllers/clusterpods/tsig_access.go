@@ -3,14 +3,14 @@ package clusterpods
 import (
 	"context"
 	"fmt"
-	"git.unkin.net/unkin/bind-operator/render"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
 )
 
 // KeySecretRefusedError says that a BindTSIGKey names a Secret whose
