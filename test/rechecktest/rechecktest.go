@@ -8,7 +8,7 @@ package rechecktest
 import (
 	"testing"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,9 +53,9 @@ func Refused[T client.Object](o T, path string) T {
 // StatefulSets.
 func Scheme(t *testing.T) *runtime.Scheme {
 	scheme := runtime.NewScheme()
-	NewWithT(t).Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
-	NewWithT(t).Expect(corev1.AddToScheme(scheme)).To(Succeed())
-	NewWithT(t).Expect(appsv1.AddToScheme(scheme)).To(Succeed())
+	gomega.NewWithT(t).Expect(bindv1alpha1.AddToScheme(scheme)).To(gomega.Succeed())
+	gomega.NewWithT(t).Expect(corev1.AddToScheme(scheme)).To(gomega.Succeed())
+	gomega.NewWithT(t).Expect(appsv1.AddToScheme(scheme)).To(gomega.Succeed())
 	return scheme
 }
 
@@ -66,11 +66,11 @@ func ReadyOf(conds []metav1.Condition) *metav1.Condition {
 
 // ExpectInvalid expects Ready=False (Invalid) with the error LabelRules
 // gave for spec.records, and the warning event that reported it.
-func ExpectInvalid(g Gomega, conds []metav1.Condition, rec *events.FakeRecorder) {
+func ExpectInvalid(g gomega.Gomega, conds []metav1.Condition, rec *events.FakeRecorder) {
 	ready := ReadyOf(conds)
-	g.Expect(ready).NotTo(BeNil())
-	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(ready.Reason).To(Equal(bindv1alpha1.ReasonInvalid))
-	g.Expect(ready.Message).To(HaveSuffix(`spec.records: Invalid value: "x": is not allowed any more; write y`))
-	g.Expect(rec.Events).To(Receive(And(ContainSubstring("Warning Invalid"), ContainSubstring("is not allowed any more"))))
+	g.Expect(ready).NotTo(gomega.BeNil())
+	g.Expect(ready.Status).To(gomega.Equal(metav1.ConditionFalse))
+	g.Expect(ready.Reason).To(gomega.Equal(bindv1alpha1.ReasonInvalid))
+	g.Expect(ready.Message).To(gomega.HaveSuffix(`spec.records: Invalid value: "x": is not allowed any more; write y`))
+	g.Expect(rec.Events).To(gomega.Receive(gomega.And(gomega.ContainSubstring("Warning Invalid"), gomega.ContainSubstring("is not allowed any more"))))
 }
