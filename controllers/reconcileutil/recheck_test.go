@@ -7,12 +7,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,41 +17,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/rechecktest"
 )
-
-// refusedLabel marks the objects labelRules refuses: the tests' stand-in
-// for the webhooks' rules, which this package does not import.
-const refusedLabel = "test.bind.unkin.net/refused"
-
-// labelRules refuses an object labelled refusedLabel, at the path the
-// label's value names, and counts its calls.
-func labelRules(calls *int) RecheckFunc {
-	return func(o client.Object) field.ErrorList {
-		if calls != nil {
-			*calls++
-		}
-		if p, ok := o.GetLabels()[refusedLabel]; ok {
-			return field.ErrorList{field.Invalid(field.NewPath("spec", p), "x", "is not allowed any more; write y")}
-		}
-		return nil
-	}
-}
-
-func refused[T client.Object](o T, path string) T {
-	labels := o.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[refusedLabel] = path
-	o.SetLabels(labels)
-	return o
-}
 
 func TestRechecksRemembersEachGenerationsVerdict(t *testing.T) {
 	g := NewWithT(t)
 	var calls int
-	rc := NewRechecks(labelRules(&calls))
-	z := refused(&bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "z", UID: "u1", Generation: 1}}, "records")
+	rc := NewRechecks(rechecktest.LabelRules(&calls))
+	z := rechecktest.Refused(&bindv1alpha1.BindZone{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "z", UID: "u1", Generation: 1}}, "records")
 	g.Expect(rc.Check(z)).To(Equal(`spec.records: Invalid value: "x": is not allowed any more; write y`))
 	g.Expect(rc.Check(z)).NotTo(BeEmpty())
 	g.Expect(calls).To(Equal(1), "the same generation is checked once")
@@ -97,14 +66,6 @@ func TestRecheckMessageIsBounded(t *testing.T) {
 	g.Expect(msg).To(HavePrefix("[spec.records[0]: Invalid value:"))
 }
 
-func recheckScheme(t *testing.T) *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	NewWithT(t).Expect(bindv1alpha1.AddToScheme(scheme)).To(Succeed())
-	NewWithT(t).Expect(corev1.AddToScheme(scheme)).To(Succeed())
-	NewWithT(t).Expect(appsv1.AddToScheme(scheme)).To(Succeed())
-	return scheme
-}
-
 // invalidCounts gathers bind_operator_invalid_objects by kind.
 func invalidCounts(g Gomega, c prometheus.Collector) map[string]float64 {
 	reg := prometheus.NewRegistry()
@@ -130,16 +91,16 @@ func TestInvalidObjectsGauge(t *testing.T) {
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1}
 	}
-	bad := refused(&bindv1alpha1.BindZone{ObjectMeta: meta("bad")}, "records")
-	c := fake.NewClientBuilder().WithScheme(recheckScheme(t)).WithObjects(
+	bad := rechecktest.Refused(&bindv1alpha1.BindZone{ObjectMeta: meta("bad")}, "records")
+	c := fake.NewClientBuilder().WithScheme(rechecktest.Scheme(t)).WithObjects(
 		bad,
-		refused(&bindv1alpha1.BindZone{ObjectMeta: meta("worse")}, "records"),
+		rechecktest.Refused(&bindv1alpha1.BindZone{ObjectMeta: meta("worse")}, "records"),
 		&bindv1alpha1.BindZone{ObjectMeta: meta("good")},
-		refused(&bindv1alpha1.BindACL{ObjectMeta: meta("acl")}, "entries"),
-		refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "extraOptions"),
+		rechecktest.Refused(&bindv1alpha1.BindACL{ObjectMeta: meta("acl")}, "entries"),
+		rechecktest.Refused(&bindv1alpha1.BindCluster{ObjectMeta: meta("dns")}, "extraOptions"),
 		&bindv1alpha1.DNSRecord{ObjectMeta: meta("www")},
 	).Build()
-	rc := NewRechecks(labelRules(nil))
+	rc := NewRechecks(rechecktest.LabelRules(nil))
 	col := rc.Collector(c)
 	g.Expect(invalidCounts(g, col)).To(Equal(map[string]float64{
 		"BindCluster": 1, "BindZone": 2, "DNSRecord": 0, "BindView": 0, "BindTSIGKey": 0,
@@ -156,10 +117,6 @@ func TestInvalidObjectsGauge(t *testing.T) {
 	g.Expect(rc.verdicts).NotTo(HaveKey(recheckKey{"BindZone", types.NamespacedName{Namespace: "ns", Name: "bad"}}), "the verdicts of objects gone are dropped")
 }
 
-func readyOf(conds []metav1.Condition) *metav1.Condition {
-	return meta.FindStatusCondition(conds, bindv1alpha1.ConditionReady)
-}
-
 // The API server refuses an event whose note passes 1 KiB: the event of
 // an Invalid object is cut, its Ready message is not.
 func TestInvalidEventFitsTheAPIServer(t *testing.T) {
@@ -173,5 +130,5 @@ func TestInvalidEventFitsTheAPIServer(t *testing.T) {
 	note := strings.TrimPrefix(ev, "Warning Invalid ")
 	g.Expect(len(note)).To(BeNumerically("<=", 1024))
 	g.Expect(note).To(HavePrefix(invalidEventNote + "spec.records[0]"))
-	g.Expect(readyOf(conds).Message).To(HaveSuffix(errs))
+	g.Expect(rechecktest.ReadyOf(conds).Message).To(HaveSuffix(errs))
 }
