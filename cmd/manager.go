@@ -30,7 +30,13 @@ import (
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
 	"git.unkin.net/unkin/bind-operator/certs"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
+	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
+	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
+	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/internal/apiwait"
 	"git.unkin.net/unkin/bind-operator/internal/imagepolicy"
 	"git.unkin.net/unkin/bind-operator/internal/metricsauth"
@@ -56,7 +62,7 @@ type managerOptions struct {
 	leaderElection bool
 	podCIDRs       string
 	allowedImages  string
-	cluster        controllers.ClusterOptions
+	cluster        clusters.ClusterOptions
 	certs          certs.Flags
 	zoneResync     time.Duration
 	enableHTTP2    bool
@@ -97,7 +103,7 @@ func parseManagerFlags(args []string) (*managerOptions, *zap.Options, error) {
 		o.cluster.MetricsNamespaces = sel
 		return nil
 	})
-	fs.DurationVar(&o.zoneResync, "zone-resync-period", controllers.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
+	fs.DurationVar(&o.zoneResync, "zone-resync-period", reconcileutil.DefaultResyncPeriod, "how often each BindZone and DNSRecord compares the records named serves with what it declares and repairs declared data (on a BindZone, annotation bind.unkin.net/resync forces one at once)")
 	fs.StringVar(&o.cluster.NamedCheckconf, "named-checkconf", "named-checkconf", "named-checkconf binary that vets every render before it replaces a running config")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "serve HTTP/2 on the webhook and metrics servers; off by default because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8)")
 	fs.DurationVar(&o.checkTimeout, "admission-config-check-timeout", webhooks.DefaultConfigCheckTimeout, "bound on the named-checkconf run of a BindCluster's candidate config in the validating webhook (webhook timeoutSeconds is 10); a check that does not finish is a warning")
@@ -254,8 +260,8 @@ func runManager(args []string) error {
 		// StatefulSets, PDBs, NetworkPolicies and Pods are cached; anything
 		// else the controllers read (imported TSIG Secrets, an object in a
 		// NameConflict) comes from the API server on demand.
-		Cache:     controllers.CacheOptions(),
-		NewClient: controllers.NewClient,
+		Cache:     reconcileutil.CacheOptions(),
+		NewClient: reconcileutil.NewClient,
 	})
 	if err != nil {
 		return err
@@ -325,14 +331,14 @@ func announce(log logr.Logger, reg prometheus.Registerer, o *managerOptions) err
 // with the same policy rules and pod CIDRs as the webhooks, and the
 // bind_operator_invalid_objects gauge on reg, counted from reader
 // (docs/behaviours.md, "Stored objects are re-checked").
-func newRechecks(opts webhooks.Options, reg prometheus.Registerer, reader client.Reader) (*controllers.Rechecks, error) {
+func newRechecks(opts webhooks.Options, reg prometheus.Registerer, reader client.Reader) (*reconcileutil.Rechecks, error) {
 	rc, err := webhooks.NewRechecker(opts)
 	if err != nil {
 		return nil, err
 	}
-	rechecks := controllers.NewRechecks(rc.Recheck)
+	rechecks := reconcileutil.NewRechecks(rc.Recheck)
 	if err := reg.Register(rechecks.Collector(reader)); err != nil {
-		return nil, fmt.Errorf("registering %s: %w", controllers.InvalidObjectsMetric, err)
+		return nil, fmt.Errorf("registering %s: %w", reconcileutil.InvalidObjectsMetric, err)
 	}
 	return rechecks, nil
 }
@@ -343,8 +349,8 @@ func newRechecks(opts webhooks.Options, reg prometheus.Registerer, reader client
 // bind_operator_certificate_expiry_timestamp_seconds, read from the
 // webhook server's certDir.
 func registerAlertMetrics(reg prometheus.Registerer, reader client.Reader, certDir string) error {
-	if err := reg.Register(controllers.ConditionsCollector(reader)); err != nil {
-		return fmt.Errorf("registering %s: %w", controllers.ConditionsMetric, err)
+	if err := reg.Register(reconcileutil.ConditionsCollector(reader)); err != nil {
+		return fmt.Errorf("registering %s: %w", reconcileutil.ConditionsMetric, err)
 	}
 	if err := reg.Register(certs.ExpiryCollector(certDir)); err != nil {
 		return fmt.Errorf("registering %s: %w", certs.ExpiryMetric, err)
@@ -352,19 +358,19 @@ func registerAlertMetrics(reg prometheus.Registerer, reader client.Reader, certD
 	return nil
 }
 
-func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *controllers.Rechecks) error {
+func setupControllers(mgr ctrl.Manager, o *managerOptions, rechecks *reconcileutil.Rechecks) error {
 	// DNSRecords and inline records share one UPDATE batcher and its
 	// kept connections.
 	updates := batch.NewUpdates(0, 0)
 	// Deleted DNSRecords' sets stay owned until their data is gone.
-	deleted := controllers.NewDeletedRecords()
+	deleted := dnsrecords.NewDeletedRecords()
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
-		&controllers.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths(), Rechecks: rechecks},
-		&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
-		&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync, Rechecks: rechecks},
-		&controllers.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain, Rechecks: rechecks},
-		&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
-		&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&clusters.BindClusterReconciler{Client: mgr.GetClient(), Options: o.cluster, Paths: render.DefaultPaths(), Rechecks: rechecks},
+		&tsigkeys.BindTSIGKeyReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&dnsrecords.DNSRecordReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, ResyncPeriod: o.zoneResync, Rechecks: rechecks},
+		&zones.BindZoneReconciler{Client: mgr.GetClient(), Updates: updates, Deleted: deleted, Paths: render.DefaultPaths(), ResyncPeriod: o.zoneResync, ClusterDomain: o.certs.Options.ClusterDomain, Rechecks: rechecks},
+		&catalogs.BindCatalogZoneReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
+		&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: rechecks},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err

@@ -78,7 +78,7 @@ func TestHTTP2OffByDefault(t *testing.T) {
 }
 
 // TestMetricsNamespaceSelectorFlag: unset keeps the default (nil, so
-// controllers.DefaultMetricsNamespaces applies), "" admits every
+// clusters.DefaultMetricsNamespaces applies), "" admits every
 // namespace, a selector is parsed, and a malformed one is a start-up error.
 func TestMetricsNamespaceSelectorFlag(t *testing.T) {
 	g := NewWithT(t)

@@ -21,7 +21,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -99,7 +99,7 @@ func TestClusterOwnsItsObjects(t *testing.T) {
 			peers[p.Port.IntVal] = rule.From
 		}
 	}
-	f.g.Expect(peers).To(HaveKeyWithValue(int32(v1.DefaultMetricsPort), []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &controllers.DefaultMetricsNamespaces}}))
+	f.g.Expect(peers).To(HaveKeyWithValue(int32(v1.DefaultMetricsPort), []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &clusters.DefaultMetricsNamespaces}}))
 	f.g.Expect(peers).To(HaveKeyWithValue(int32(v1.DefaultAgentPort), []networkingv1.NetworkPolicyPeer{{
 		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "bind-operator"}},
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "bind-operator-system"}},
@@ -326,17 +326,17 @@ func TestTransferAddressPrefersClusterIP(t *testing.T) {
 	testkit.Must(t, k8sClient.Status().Update(ctx, pod))
 	cluster := f.getCluster()
 
-	got, err := controllers.TransferAddress(ctx, k8sClient, cluster, "198.19.0.77")
+	got, err := clusters.TransferAddress(ctx, k8sClient, cluster, "198.19.0.77")
 	if err != nil || got != "198.19.0.77" {
 		t.Errorf("with a ClusterIP: got %q, %v; want the ClusterIP", got, err)
 	}
-	got, err = controllers.TransferAddress(ctx, k8sClient, cluster, "")
+	got, err = clusters.TransferAddress(ctx, k8sClient, cluster, "")
 	if err != nil || got != "198.18.3.3" {
 		t.Errorf("without a ClusterIP: got %q, %v; want the primary pod IP", got, err)
 	}
 	testkit.Must(t, k8sClient.Delete(ctx, pod))
 	f.g.Eventually(func() (string, error) {
-		return controllers.TransferAddress(ctx, k8sClient, cluster, "")
+		return clusters.TransferAddress(ctx, k8sClient, cluster, "")
 	}).Should(BeEmpty(), "the pod to go")
 }
 

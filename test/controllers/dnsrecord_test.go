@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/test/bindtest"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -279,7 +279,7 @@ func (e *recordEnv) waitNoRecords(what string) {
 // the DNSRecord controller's status write relies on: a JSON patch that
 // tests /metadata/uid is refused, and told apart from any other invalid
 // patch, when the object was deleted and created again under the same
-// name (controllers.IsUIDMismatch); the status of the first object never
+// name (reconcileutil.IsUIDMismatch); the status of the first object never
 // lands on the second.
 func TestStatusPatchOfARecreatedRecord(t *testing.T) {
 	f := keyNamespace(t)
@@ -299,7 +299,7 @@ func TestStatusPatchOfARecreatedRecord(t *testing.T) {
 	claim := `{"appliedValues":["192.0.2.60"]}`
 	err := k8sClient.Status().Patch(ctx, second.DeepCopy(), statusOf(first.UID, claim))
 	f.g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the first object's status on the second: %v", err)
-	f.g.Expect(controllers.IsUIDMismatch(err)).To(BeTrue(), "%v", err)
+	f.g.Expect(reconcileutil.IsUIDMismatch(err)).To(BeTrue(), "%v", err)
 	got := &v1.DNSRecord{}
 	testkit.Must(t, k8sClient.Get(ctx, f.key("again"), got))
 	f.g.Expect(got.Status.AppliedValues).NotTo(ContainElement("192.0.2.60"))
@@ -307,7 +307,7 @@ func TestStatusPatchOfARecreatedRecord(t *testing.T) {
 	// Another invalid status is not mistaken for a UID mismatch.
 	err = k8sClient.Status().Patch(ctx, second.DeepCopy(), statusOf(second.UID, `{"appliedValues":"not a list"}`))
 	f.g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
-	f.g.Expect(controllers.IsUIDMismatch(err)).To(BeFalse(), "%v", err)
+	f.g.Expect(reconcileutil.IsUIDMismatch(err)).To(BeFalse(), "%v", err)
 	// With its own UID the write lands.
 	f.g.Expect(k8sClient.Status().Patch(ctx, second.DeepCopy(), statusOf(second.UID, `{"observedGeneration":1}`))).To(Succeed())
 }

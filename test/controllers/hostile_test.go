@@ -32,7 +32,8 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/pki"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -347,8 +348,8 @@ var hostileAgentReplies = []struct {
 // hostileEndpoints puts the cluster's primary pod at a hostile agent.
 type hostileEndpoints struct{ agentAddr string }
 
-func (h hostileEndpoints) Pods(context.Context, *v1.BindCluster) ([]controllers.PodEndpoint, error) {
-	return []controllers.PodEndpoint{{Pod: "dns-0", Primary: true, Notify: "127.0.0.1", DNSAddr: "127.0.0.1:9", AgentAddr: h.agentAddr}}, nil
+func (h hostileEndpoints) Pods(context.Context, *v1.BindCluster) ([]clusterpods.PodEndpoint, error) {
+	return []clusterpods.PodEndpoint{{Pod: "dns-0", Primary: true, Notify: "127.0.0.1", DNSAddr: "127.0.0.1:9", AgentAddr: h.agentAddr}}, nil
 }
 
 func (hostileEndpoints) Transfer(context.Context, *v1.BindCluster) (string, int32, error) {
@@ -392,7 +393,7 @@ func TestBindZoneHostileAgent(t *testing.T) {
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{f.ns: {}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	}, func(mgr ctrl.Manager) error {
-		return (&controllers.BindZoneReconciler{Client: mgr.GetClient(), Endpoints: hostileEndpoints{strings.TrimPrefix(srv.URL, "https://")}}).SetupWithManager(mgr)
+		return (&zones.BindZoneReconciler{Client: mgr.GetClient(), Endpoints: hostileEndpoints{strings.TrimPrefix(srv.URL, "https://")}}).SetupWithManager(mgr)
 	})
 	testkit.Must(t, err)
 	defer func() {

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 	"git.unkin.net/unkin/bind-operator/webhooks"
 )
@@ -29,12 +29,12 @@ const recheckPrefix = "recheck-"
 
 // suiteRechecks is what cmd wires: webhooks.Rechecker's rules, here only
 // in recheckPrefix namespaces.
-var suiteRechecks = func() *controllers.Rechecks {
+var suiteRechecks = func() *reconcileutil.Rechecks {
 	rc, err := webhooks.NewRechecker(webhooks.Options{})
 	if err != nil {
 		panic(err)
 	}
-	return controllers.NewRechecks(func(o client.Object) field.ErrorList {
+	return reconcileutil.NewRechecks(func(o client.Object) field.ErrorList {
 		if !strings.HasPrefix(o.GetNamespace(), recheckPrefix) {
 			return nil
 		}
@@ -54,7 +54,7 @@ func invalidCount(g Gomega, kind string) float64 {
 	families, err := reg.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
-		if f.GetName() != controllers.InvalidObjectsMetric {
+		if f.GetName() != reconcileutil.InvalidObjectsMetric {
 			continue
 		}
 		for _, m := range f.GetMetric() {

@@ -26,7 +26,7 @@ import (
 // namespace, and its own www A. The owner's record, although younger, is
 // applied and served; the squatter's reports NotAdmitted and claims
 // nothing. (That it is in no owned set for the agent is
-// TestOwnedSetsOnlyOfAdmittedRecords in package controllers: this suite
+// TestOwnedSetsOnlyOfAdmittedRecords in package dnsrecords: this suite
 // runs no BindZone reconciler.)
 func TestSquatterDoesNotBlockTheZoneOwner(t *testing.T) {
 	owner := keyNamespace(t)

@@ -12,7 +12,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
+	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
+	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -21,7 +25,7 @@ import (
 var (
 	cfg        *rest.Config
 	k8sClient  client.Client
-	reconciler *controllers.BindClusterReconciler
+	reconciler *clusters.BindClusterReconciler
 	ctx        = context.Background()
 )
 
@@ -34,11 +38,11 @@ func TestMain(m *testing.M) {
 		}
 		// The production cache scope and client: only the operator's own
 		// objects are cached, anything else is read on demand.
-		return s.StartManager(ctrl.Options{Cache: controllers.CacheOptions(), NewClient: controllers.NewClient}, func(mgr ctrl.Manager) error {
+		return s.StartManager(ctrl.Options{Cache: reconcileutil.CacheOptions(), NewClient: reconcileutil.NewClient}, func(mgr ctrl.Manager) error {
 			invalidObjects = suiteRechecks.Collector(mgr.GetCache())
-			reconciler = &controllers.BindClusterReconciler{
+			reconciler = &clusters.BindClusterReconciler{
 				Client: mgr.GetClient(),
-				Options: controllers.ClusterOptions{
+				Options: clusters.ClusterOptions{
 					BindImage:         version.BindImage(),
 					AgentImage:        version.OperatorImage(),
 					OperatorNamespace: "bind-operator-system",
@@ -52,13 +56,13 @@ func TestMain(m *testing.M) {
 			if err := reconciler.SetupWithManager(mgr); err != nil {
 				return err
 			}
-			if err := (&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
+			if err := (&tsigkeys.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			if err := (&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
+			if err := (&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Rechecks: suiteRechecks}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return (&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr)
+			return (&dnsrecords.DNSRecordReconciler{Client: mgr.GetClient(), Servers: resolver, ResyncPeriod: 2 * time.Second, Rechecks: suiteRechecks}).SetupWithManager(mgr)
 		})
 	})
 }

@@ -23,7 +23,7 @@ import (
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/bindcluster"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -58,14 +58,14 @@ func (e *endpoints) get(c *v1.BindCluster) (*cluster, error) {
 	return cl, nil
 }
 
-func (e *endpoints) Pods(_ context.Context, c *v1.BindCluster) ([]controllers.PodEndpoint, error) {
+func (e *endpoints) Pods(_ context.Context, c *v1.BindCluster) ([]clusterpods.PodEndpoint, error) {
 	cl, err := e.get(c)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]controllers.PodEndpoint, 0, len(cl.Nodes))
+	out := make([]clusterpods.PodEndpoint, 0, len(cl.Nodes))
 	for _, n := range cl.Nodes {
-		out = append(out, controllers.PodEndpoint{Pod: n.Name, Primary: n.Primary, Notify: n.DNSAddr(), DNSAddr: n.DNSAddr(), AgentAddr: n.AgentAddr(), Paths: &n.Paths})
+		out = append(out, clusterpods.PodEndpoint{Pod: n.Name, Primary: n.Primary, Notify: n.DNSAddr(), DNSAddr: n.DNSAddr(), AgentAddr: n.AgentAddr(), Paths: &n.Paths})
 	}
 	return out, nil
 }

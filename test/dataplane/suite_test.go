@@ -14,7 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"git.unkin.net/unkin/bind-operator/batch"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
+	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -50,12 +53,12 @@ func startOperator(s *testkit.Suite) (stop func() error, err error) {
 	opts := ctrl.Options{Controller: config.Controller{SkipNameValidation: ptr.To(true)}}
 	return s.StartStoppableManager(opts, func(mgr ctrl.Manager) error {
 		updates := batch.NewUpdates(0, 0)
-		deleted := controllers.NewDeletedRecords()
-		servers := controllers.ClusterResolver{Client: mgr.GetClient(), Endpoints: eps}
+		deleted := dnsrecords.NewDeletedRecords()
+		servers := clusterpods.ClusterResolver{Client: mgr.GetClient(), Endpoints: eps}
 		for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
-			&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: servers, Updates: updates, Deleted: deleted},
-			&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: servers, Endpoints: eps, Updates: updates, Deleted: deleted, ResyncPeriod: time.Minute},
-			&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: eps, Period: 2 * time.Second},
+			&dnsrecords.DNSRecordReconciler{Client: mgr.GetClient(), Servers: servers, Updates: updates, Deleted: deleted},
+			&zones.BindZoneReconciler{Client: mgr.GetClient(), Servers: servers, Endpoints: eps, Updates: updates, Deleted: deleted, ResyncPeriod: time.Minute},
+			&catalogs.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: eps, Period: 2 * time.Second},
 		} {
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err

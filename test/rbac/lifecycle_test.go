@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
 )
 
@@ -35,11 +35,11 @@ type noDataPlane struct{}
 
 var errNoDataPlane = errors.New("envtest runs no BIND pods")
 
-func (noDataPlane) Resolve(context.Context, *v1.BindZone) (controllers.ZoneServer, error) {
-	return controllers.ZoneServer{}, errNoDataPlane
+func (noDataPlane) Resolve(context.Context, *v1.BindZone) (clusterpods.ZoneServer, error) {
+	return clusterpods.ZoneServer{}, errNoDataPlane
 }
 
-func (noDataPlane) Pods(context.Context, *v1.BindCluster) ([]controllers.PodEndpoint, error) {
+func (noDataPlane) Pods(context.Context, *v1.BindCluster) ([]clusterpods.PodEndpoint, error) {
 	return nil, nil
 }
 

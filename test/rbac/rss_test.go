@@ -21,7 +21,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -38,7 +40,7 @@ const unrelatedSecrets = 1000
 // BenchmarkManagerRSS reports the manager's resident memory once its cache
 // has synced, with 1,000 unrelated 1 KiB Secrets in the cluster: the
 // manager as it was (every Secret, ConfigMap, Service, ... cached) against
-// the scoped cache (controllers.CacheOptions). Each manager runs in its
+// the scoped cache (reconcileutil.CacheOptions). Each manager runs in its
 // own process (this binary, re-executed), so neither sees the other's heap
 // or the API server's client.
 //
@@ -111,16 +113,16 @@ func runRSSChild(mode string) error {
 	cfg := &rest.Config{Host: cc.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cc.CA, CertData: cc.Cert, KeyData: cc.Key}}
 	opts := ctrl.Options{Scheme: testkit.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
 	if mode == "scoped" {
-		opts.Cache, opts.NewClient = controllers.CacheOptions(), controllers.NewClient
+		opts.Cache, opts.NewClient = reconcileutil.CacheOptions(), reconcileutil.NewClient
 	}
 	var mgr ctrl.Manager
 	stop, err := testkit.StartManager(ctx, cfg, opts, func(m ctrl.Manager) error {
 		mgr = m
-		if err := (&controllers.BindClusterReconciler{Client: m.GetClient(), Paths: render.DefaultPaths(),
-			Options: controllers.ClusterOptions{BindImage: version.BindImage(), AgentImage: version.OperatorImage()}}).SetupWithManager(m); err != nil {
+		if err := (&clusters.BindClusterReconciler{Client: m.GetClient(), Paths: render.DefaultPaths(),
+			Options: clusters.ClusterOptions{BindImage: version.BindImage(), AgentImage: version.OperatorImage()}}).SetupWithManager(m); err != nil {
 			return err
 		}
-		return (&controllers.BindTSIGKeyReconciler{Client: m.GetClient()}).SetupWithManager(m)
+		return (&tsigkeys.BindTSIGKeyReconciler{Client: m.GetClient()}).SetupWithManager(m)
 	})
 	if err != nil {
 		return err

@@ -24,7 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"git.unkin.net/unkin/bind-operator/controllers"
+	"git.unkin.net/unkin/bind-operator/controllers/catalogs"
+	"git.unkin.net/unkin/bind-operator/controllers/clusters"
+	"git.unkin.net/unkin/bind-operator/controllers/configstatus"
+	"git.unkin.net/unkin/bind-operator/controllers/dnsrecords"
+	"git.unkin.net/unkin/bind-operator/controllers/reconcileutil"
+	"git.unkin.net/unkin/bind-operator/controllers/tsigkeys"
+	"git.unkin.net/unkin/bind-operator/controllers/zones"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
 	"git.unkin.net/unkin/bind-operator/test/testkit"
@@ -110,11 +116,11 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return err
 		}
-		return s.StartManagerAs(saConfig, ctrl.Options{Cache: controllers.CacheOptions(), NewClient: controllers.NewClient}, func(mgr ctrl.Manager) error {
+		return s.StartManagerAs(saConfig, ctrl.Options{Cache: reconcileutil.CacheOptions(), NewClient: reconcileutil.NewClient}, func(mgr ctrl.Manager) error {
 			for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
-				&controllers.BindClusterReconciler{
+				&clusters.BindClusterReconciler{
 					Client: mgr.GetClient(),
-					Options: controllers.ClusterOptions{
+					Options: clusters.ClusterOptions{
 						BindImage:         version.BindImage(),
 						AgentImage:        version.OperatorImage(),
 						OperatorNamespace: operatorNamespace,
@@ -124,11 +130,11 @@ func TestMain(m *testing.M) {
 					Paths:              render.DefaultPaths(),
 					SecretResyncPeriod: time.Second,
 				},
-				&controllers.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second},
-				&controllers.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
-				&controllers.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
-				&controllers.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
-				&controllers.ConfigStatusReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
+				&tsigkeys.BindTSIGKeyReconciler{Client: mgr.GetClient(), SecretResyncPeriod: time.Second},
+				&zones.BindZoneReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}, Endpoints: noDataPlane{}, Paths: render.DefaultPaths()},
+				&dnsrecords.DNSRecordReconciler{Client: mgr.GetClient(), Servers: noDataPlane{}},
+				&catalogs.BindCatalogZoneReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
+				&configstatus.ConfigStatusReconciler{Client: mgr.GetClient(), Endpoints: noDataPlane{}},
 			} {
 				if err := r.SetupWithManager(mgr); err != nil {
 					return err

@@ -1,0 +1,68 @@
+package zones
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
+	"git.unkin.net/unkin/bind-operator/dnsclient"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
+)
+
+// TestDriftCheckHoldsOnlyTheSetsItChecks: the drift check streams the
+// zone's AXFR and keeps only the sets asked for, so a BindZone with two
+// declared sets in a zone of 20,000 names holds two sets, not the zone.
+func TestDriftCheckHoldsOnlyTheSetsItChecks(t *testing.T) {
+	g := NewWithT(t)
+	const zone = "big.test."
+	var zf strings.Builder
+	zf.WriteString(bindtest.SeedZone(zone, 7))
+	for i := range 20000 {
+		fmt.Fprintf(&zf, "h%05d IN A 198.18.%d.%d\n", i, i/256, i%256)
+	}
+	zf.WriteString("www 600 IN A 198.18.200.2\nwww 600 IN A 198.18.200.1\nmail IN TXT \"v=spf1 -all\"\n")
+	xfr := bindtest.NewKey("xfr", "hmac-sha256")
+	srv := bindtest.Start(t, bindtest.Options{
+		Keys:  []bindtest.Key{xfr},
+		Files: map[string]string{"big.db": zf.String(), "broken.db": "this is not a zone file\n"},
+		Config: `zone "big.test" { type primary; file "big.db"; allow-transfer { key "xfr"; }; };
+zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr"; }; };`,
+	})
+	key, err := dnsclient.NewKey(xfr.Name, xfr.Algorithm, xfr.Secret)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	r := &BindZoneReconciler{}
+	tgt := &zoneTarget{zoneName: zone, srv: clusterpods.ZoneServer{Addr: srv.DNSAddr, Key: key}}
+	want := map[setKey]bool{{"www", "A"}: true, {"mail", "TXT"}: true, {"absent", "A"}: true}
+	got, err := r.served(context.Background(), tgt, func(k setKey) bool { return want[k] })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(map[setKey]servedSet{
+		{"www", "A"}:    {ttl: 600, values: []string{"198.18.200.1", "198.18.200.2"}},
+		{"mail", "TXT"}: {ttl: 300, values: []string{`"v=spf1 -all"`}},
+	}))
+
+	// A key the zone does not admit is a refusal, reported as such.
+	other, err := dnsclient.NewKey("other", "hmac-sha256", xfr.Secret)
+	g.Expect(err).NotTo(HaveOccurred())
+	tgt.srv.Key = other
+	_, err = r.served(context.Background(), tgt, func(setKey) bool { return true })
+	var p *problem
+	g.Expect(errors.As(err, &p)).To(BeTrue(), "%v", err)
+	g.Expect(p.reason).To(Equal(bindv1alpha1.ReasonRecordsRefused), p.msg)
+
+	// A zone named has not loaded answers SERVFAIL: not a refusal, the
+	// primary is not ready for it yet, and it is looked at again soon.
+	tgt.srv.Key = key
+	tgt.zoneName = "broken.test."
+	_, err = r.served(context.Background(), tgt, func(setKey) bool { return true })
+	g.Expect(errors.As(err, &p)).To(BeTrue(), "%v", err)
+	g.Expect(p.reason).To(Equal(bindv1alpha1.ReasonPrimaryNotReady), p.msg)
+	g.Expect(p.requeue).To(Equal(zoneNotLoadedRetry), p.msg)
+	g.Expect(p.msg).To(ContainSubstring("SERVFAIL"))
+}
