@@ -1,12 +1,8 @@
 package reconcileutil
 
 import (
-	"context"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -44,30 +40,18 @@ func (c conditionsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- condit
 type conditionKey struct{ kind, namespace, condition, status, reason string }
 
 func (c conditionsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), collectTimeout)
-	defer cancel()
-	for _, k := range recheckedKinds {
-		list := k.list()
-		// Only read: the cache's own objects, no copy of each.
-		if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-			continue // no sample rather than a wrong one
-		}
+	eachCachedKind(c.reader, func(kind string, objs []client.Object) {
 		counts := map[conditionKey]int{}
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			obj, ok := o.(client.Object)
-			if !ok {
-				return nil
-			}
+		for _, obj := range objs {
 			for _, cond := range conditionsOf(obj) {
-				counts[conditionKey{k.kind, obj.GetNamespace(), cond.Type, string(cond.Status), cond.Reason}]++
+				counts[conditionKey{kind, obj.GetNamespace(), cond.Type, string(cond.Status), cond.Reason}]++
 			}
-			return nil
-		})
+		}
 		for key, n := range counts {
 			ch <- prometheus.MustNewConstMetric(conditionsDesc, prometheus.GaugeValue, float64(n),
 				key.kind, key.namespace, key.condition, key.status, key.reason)
 		}
-	}
+	})
 }
 
 // conditionsOf is the status conditions of one of the nine kinds, nil for

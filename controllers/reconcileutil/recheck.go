@@ -174,29 +174,40 @@ func (c invalidObjects) Describe(ch chan<- *prometheus.Desc) { ch <- invalidObje
 const collectTimeout = 10 * time.Second
 
 func (c invalidObjects) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), collectTimeout)
-	defer cancel()
-	for _, k := range recheckedKinds {
-		list := k.list()
-		// Only read: the cache's own objects, no copy of each.
-		if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-			continue // no sample rather than a wrong one
-		}
-		seen := map[types.NamespacedName]bool{}
+	eachCachedKind(c.reader, func(kind string, objs []client.Object) {
+		seen := make(map[types.NamespacedName]bool, len(objs))
 		n := 0
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			obj, ok := o.(client.Object)
-			if !ok {
-				return nil
-			}
+		for _, obj := range objs {
 			seen[client.ObjectKeyFromObject(obj)] = true
 			if c.r.Check(obj) != "" {
 				n++
 			}
+		}
+		c.r.keepOnly(kind, seen)
+		ch <- prometheus.MustNewConstMetric(invalidObjectsDesc, prometheus.GaugeValue, float64(n), kind)
+	})
+}
+
+// eachCachedKind lists each of the nine kinds from reader (the manager's
+// cache) and hands f that kind's objects: the cache's own, not copies, so
+// f only reads them. A kind whose list fails within collectTimeout is
+// skipped: a scrape gives no sample rather than a wrong one.
+func eachCachedKind(reader client.Reader, f func(kind string, objs []client.Object)) {
+	ctx, cancel := context.WithTimeout(context.Background(), collectTimeout)
+	defer cancel()
+	for _, k := range recheckedKinds {
+		list := k.list()
+		if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			continue
+		}
+		objs := make([]client.Object, 0, meta.LenList(list))
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			if obj, ok := o.(client.Object); ok {
+				objs = append(objs, obj)
+			}
 			return nil
 		})
-		c.r.keepOnly(k.kind, seen)
-		ch <- prometheus.MustNewConstMetric(invalidObjectsDesc, prometheus.GaugeValue, float64(n), k.kind)
+		f(k.kind, objs)
 	}
 }
 
