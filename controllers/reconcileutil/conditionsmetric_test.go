@@ -18,22 +18,13 @@ import (
 // conditionCounts gathers bind_operator_conditions as
 // "kind/namespace/condition/status/reason" -> value.
 func conditionCounts(g Gomega, c prometheus.Collector) map[string]float64 {
-	reg := prometheus.NewRegistry()
-	g.Expect(reg.Register(c)).To(Succeed())
-	families, err := reg.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
 	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != ConditionsMetric {
-			continue
+	for _, m := range gathered(g, c, ConditionsMetric) {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
 		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			out[strings.Join([]string{l["kind"], l["object_namespace"], l["condition"], l["status"], l["reason"]}, "/")] = m.GetGauge().GetValue()
-		}
+		out[strings.Join([]string{l["kind"], l["object_namespace"], l["condition"], l["status"], l["reason"]}, "/")] = m.GetGauge().GetValue()
 	}
 	return out
 }

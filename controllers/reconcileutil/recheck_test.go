@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -68,20 +69,26 @@ func TestRecheckMessageIsBounded(t *testing.T) {
 
 // invalidCounts gathers bind_operator_invalid_objects by kind.
 func invalidCounts(g Gomega, c prometheus.Collector) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range gathered(g, c, InvalidObjectsMetric) {
+		out[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+	}
+	return out
+}
+
+// gathered is what collector c gives for the metric name, through a
+// registry of its own (which checks the samples as a scrape would).
+func gathered(g Gomega, c prometheus.Collector, name string) []*dto.Metric {
 	reg := prometheus.NewRegistry()
 	g.Expect(reg.Register(c)).To(Succeed())
 	families, err := reg.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
-	out := map[string]float64{}
 	for _, f := range families {
-		if f.GetName() != InvalidObjectsMetric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			out[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		if f.GetName() == name {
+			return f.GetMetric()
 		}
 	}
-	return out
+	return nil
 }
 
 // The gauge counts what the cache holds at each scrape: an object fixed
