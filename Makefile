@@ -76,7 +76,7 @@ build: ## Build the single binary (manager, agent, version) into bin/, stamped w
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/bind-operator ./cmd
 
 .PHONY: tools
-tools: ## Build the registry, Helm and promtool from the Go module proxy into bin/tools (once).
+tools: ## Build the registry, Helm, promtool and Prometheus from the Go module proxy into bin/tools (once).
 	hack/build-tools.sh $(TOOLS_BIN)
 
 .PHONY: images
@@ -118,7 +118,9 @@ LOCALCLUSTER_PKGS := ./test/localcluster/... ./test/e2e/...
 # The Kubernetes binaries and the tools then images are built side by side:
 # one waits on the network (debootstrap, apt, modules) while the other
 # compiles. The tools include promtool, which test/monitoring runs over the
-# shipped alerts (about 3.5 CPU-minutes cold, 5.5 minutes on two busy cores).
+# shipped alerts (about 3.5 CPU-minutes cold, 5.5 minutes on two busy cores),
+# and the Prometheus server test/e2e scrapes the node with (a minute more:
+# it shares promtool's packages).
 .PHONY: prerequisites
 prerequisites: deps
 	$(MAKE) --no-print-directory -j2 envtest images

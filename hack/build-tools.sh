@@ -10,6 +10,10 @@
 #   promtool  Prometheus' promtool (github.com/prometheus/prometheus):
 #             `promtool check rules` and `promtool test rules` over the
 #             shipped PrometheusRule's alerts (test/monitoring)
+#   prometheus  the Prometheus server of the same release, with only its
+#             Kubernetes service discovery: the end-to-end test that scrapes
+#             the node as the shipped monitors say and watches an alert
+#             fire and clear (test/e2e TestPrometheusAlertsOnAFrozenSecondary)
 #
 # Each is built only when missing from the output folder (about 5 minutes
 # for registry and helm on two cores, cold, and about 5 more for promtool),
@@ -25,7 +29,7 @@ PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-0.316.0}
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(registry helm promtool)
+[ ${#want[@]} -gt 0 ] || want=(registry helm promtool prometheus)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -68,6 +72,16 @@ for b in "${want[@]}"; do
       build github.com/prometheus/prometheus/cmd/promtool \
         "github.com/prometheus/prometheus@v${PROMETHEUS_VERSION}" promtool \
         "-X github.com/prometheus/common/version.Version=3.${minor#0}" remove_all_sd ;;
-    *) echo "unknown tool $b (registry, helm, promtool)" >&2; exit 2 ;;
+    prometheus)
+      # Kubernetes discovery only (client-go, which the project builds
+      # anyway): the shipped PodMonitor and ServiceMonitor discover their
+      # targets from the API server. The web UI's assets are left out
+      # (builtinassets): the test reads the HTTP API.
+      minor=${PROMETHEUS_VERSION#0.3}
+      echo "building prometheus of github.com/prometheus/prometheus v${PROMETHEUS_VERSION} (about 3 minutes more on 2 cores)" >&2
+      build github.com/prometheus/prometheus/cmd/prometheus \
+        "github.com/prometheus/prometheus@v${PROMETHEUS_VERSION}" prometheus \
+        "-X github.com/prometheus/common/version.Version=3.${minor#0}" remove_all_sd,enable_kubernetes_sd ;;
+    *) echo "unknown tool $b (registry, helm, promtool, prometheus)" >&2; exit 2 ;;
   esac
 done
