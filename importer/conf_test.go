@@ -1,0 +1,130 @@
+package importer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, text := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestParseConfig(t *testing.T) {
+	g := NewWithT(t)
+	root := writeTree(t, map[string]string{
+		"etc/named.conf": `# hash comment
+// slash comment
+/* block
+   comment */ options { directory "/var/named"; };
+include "etc/more.conf";
+controls { inet 127.0.0.1 port 953 allow { localhost; } keys { "rndc-key"; }; };
+acl "a b" { ! 10.0.0.0/8; { 192.0.2.1; }; "quoted\"name"; };
+`,
+		"etc/more.conf": "zone \"example.com\" IN {\n\ttype primary;\n\tfile \"db\";\n};\n",
+	})
+	st, err := ParseConfig(root, "/etc/named.conf")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st).To(HaveLen(4))
+	g.Expect(st[0].Keyword()).To(Equal("options"))
+	g.Expect(st[0].Pos).To(Equal(Pos{File: "/etc/named.conf", Line: 4}))
+	g.Expect(st[0].Find("directory").Arg(0)).To(Equal("/var/named"))
+	// The included zone replaces the include, with its own file and line.
+	g.Expect(st[1].Keyword()).To(Equal("zone"))
+	g.Expect(st[1].Pos).To(Equal(Pos{File: "etc/more.conf", Line: 1}))
+	g.Expect(st[1].Find("type").Pos.Line).To(Equal(2))
+	// Two blocks in one statement.
+	inet := st[2].Block[0]
+	g.Expect(inet.Tail).To(HaveLen(1))
+	g.Expect(inet.Tail[0].Keyword()).To(Equal("keys"))
+	g.Expect(inet.Text()).To(Equal(`inet 127.0.0.1 port 953 allow { localhost; } keys { "rndc-key"; };`))
+	// Negation, nested lists and escapes.
+	acl := st[3]
+	g.Expect(acl.Arg(0)).To(Equal("a b"))
+	g.Expect(acl.Block[0].Words).To(Equal([]Word{{"!", false}, {"10.0.0.0/8", false}}))
+	g.Expect(acl.Block[1].HasBlock).To(BeTrue())
+	g.Expect(acl.Block[2].Words).To(Equal([]Word{{`quoted"name`, true}}))
+	g.Expect(acl.Text()).To(Equal(`acl "a b" { ! 10.0.0.0/8; { 192.0.2.1; }; "quoted\"name"; };`))
+}
+
+func TestParseConfigRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"unclosed block", map[string]string{"n.conf": "options {\n directory \"x\";\n"}, "n.conf: a { is not closed"},
+		{"missing semicolon", map[string]string{"n.conf": "options { directory \"x\" }\n"}, `n.conf:1: the statement "directory \"x\";" has no ;`},
+		{"stray close", map[string]string{"n.conf": "};\n"}, "n.conf:1: a } closes no block"},
+		{"unclosed string", map[string]string{"n.conf": "\n\nkey \"k { };\n"}, "n.conf:3: a quoted string is not closed"},
+		{"unclosed comment", map[string]string{"n.conf": "/* x\n"}, "n.conf:1: a /* comment is not closed"},
+		{"include cycle", map[string]string{"n.conf": "include \"m.conf\";\n", "m.conf": "\ninclude \"n.conf\";\n"}, "n.conf:1: m.conf:2: n.conf: includes itself"},
+		{"missing include", map[string]string{"n.conf": "include \"gone.conf\";\n"}, "n.conf:1: open"},
+		{"deep nesting", map[string]string{"n.conf": strings.Repeat("{", 100000)}, "n.conf:1: blocks nest deeper than 32"},
+		{"include with two files", map[string]string{"n.conf": "include \"a\" \"b\";\n"}, "n.conf:1: include takes one file name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig(writeTree(t, tc.files), "n.conf")
+			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+}
+
+// An include outside the root resolves inside it: the import reads only
+// the copy of the server's files.
+func TestParseConfigStaysInRoot(t *testing.T) {
+	root := writeTree(t, map[string]string{"n.conf": "include \"../../../../etc/passwd\";\n", "etc/passwd": "zone \"x\" { type primary; };\n"})
+	st, err := ParseConfig(root, "n.conf")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(st[0].Pos.File).To(Equal("../../../../etc/passwd"))
+}
+
+// FuzzParseConfig: any text is parsed or refused, never a panic, and
+// bounded by its length.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{
+		"options { directory \"/x\"; };",
+		"acl a { !10/8; { 1.2.3.4; }; key k; };",
+		"controls { inet * allow { any; } keys { k; }; };",
+		"/* */ # \n // \n \"\\\"\" { } ; !",
+		"zone \"x\" { type primary; file \"f\"; }; }",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks, err := lexConf("f", s)
+		if err != nil {
+			return
+		}
+		if len(toks) > len(s) {
+			t.Fatalf("%d tokens from %d bytes", len(toks), len(s))
+		}
+		st, _, err := parseBlock("f", toks, 0)
+		if err == nil {
+			for _, x := range st {
+				_ = x.Text()
+			}
+		}
+		if strings.Count(s, "{") == 0 && err == nil {
+			for _, x := range st {
+				if x.HasBlock {
+					t.Fatalf("a block from text without {: %q", s)
+				}
+			}
+		}
+	})
+}

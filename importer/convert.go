@@ -1,0 +1,824 @@
+package importer
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/webhooks"
+)
+
+// Options say what to import and into which objects.
+type Options struct {
+	// Root is the folder the server's paths are resolved in ("/" on the
+	// server itself; a copy of its files elsewhere).
+	Root string
+	// Config is named.conf's path as the server sees it.
+	Config string
+	// Namespace and Cluster name the objects' namespace and the
+	// BindCluster every object refers to.
+	Namespace, Cluster string
+}
+
+// Result is what an import emits.
+type Result struct {
+	// Objects are the project's objects, in the order to apply them:
+	// keys, ACLs, the cluster, views, zones.
+	Objects []client.Object
+	// Secrets hold the imported keys' material: the only place it goes.
+	Secrets []*corev1.Secret
+	Report  Report
+}
+
+// LabelImportedFrom marks every object an import emits with the server
+// name it came from (the cluster name).
+const LabelImportedFrom = "bind.unkin.net/imported-from"
+
+// Import reads the configuration and its zone files and converts them.
+// An error means nothing can be emitted; what cannot be imported is in
+// the report.
+func Import(opts Options) (*Result, error) {
+	if opts.Root == "" {
+		opts.Root = "/"
+	}
+	stmts, err := ParseConfig(opts.Root, opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	c := &converter{opts: opts, res: &Result{}, keys: map[string]string{}, acls: map[string]string{}, primaries: map[string]*Statement{}, names: map[string]bool{}, inViews: map[string]int{}}
+	return c.run(stmts)
+}
+
+type converter struct {
+	opts      Options
+	res       *Result
+	keys      map[string]string     // BIND key name (canonical) -> BindTSIGKey name
+	acls      map[string]string     // ACL name -> BindACL name
+	primaries map[string]*Statement // named primaries lists
+	names     map[string]bool       // object names taken, by kind/name
+	inViews   map[string]int        // zone name (canonical) -> how many views serve it
+	directory string                // options { directory }
+	options   *Statement
+	mode      v1.ClusterMode // the cluster's
+}
+
+// operatorOwned are the statements the operator sets itself in every
+// cluster, with what it does instead: an imported value would fight the
+// pods' layout. They are reported as replaced, not as losses.
+var operatorOwned = map[string]string{
+	"directory":              "the operator sets the working directory of its pods",
+	"pid-file":               "the operator sets named's files",
+	"dump-file":              "the operator sets named's files",
+	"statistics-file":        "the operator sets named's files",
+	"memstatistics-file":     "the operator sets named's files",
+	"session-keyfile":        "the operator sets named's files",
+	"managed-keys-directory": "the operator sets named's files",
+	"key-directory":          "the operator keeps DNSSEC keys itself",
+	"bindkeys-file":          "the operator sets named's files",
+	"listen-on":              "the operator sets the listeners (spec.ports)",
+	"listen-on-v6":           "the operator sets the listeners (spec.ports)",
+	"port":                   "the operator sets the listeners (spec.ports)",
+	"notify":                 "the operator notifies its secondaries itself",
+	"allow-new-zones":        "the operator adds zones through its agent",
+	"new-zones-directory":    "the operator adds zones through its agent",
+	"transfer-source":        "pod addresses are not stable; the operator signs transfers with a key instead",
+	"notify-source":          "pod addresses are not stable; the operator signs NOTIFYs with a key instead",
+	"query-source":           "pod addresses are not stable",
+	"transfer-source-v6":     "pod addresses are not stable; the operator signs transfers with a key instead",
+	"notify-source-v6":       "pod addresses are not stable; the operator signs NOTIFYs with a key instead",
+	"query-source-v6":        "pod addresses are not stable",
+	"server-id":              "the operator names its servers",
+	"hostname":               "the operator names its servers",
+	"version":                "the operator sets what named reports",
+	"zone-statistics":        "the operator keeps the statistics its metrics read",
+	"statistics-channels":    "the agent reads named's statistics channel; scrape the agents' metrics",
+	"controls":               "the agent controls named over its own rndc channel",
+	"logging":                "the operator logs to the pods' standard output (kubectl logs)",
+}
+
+func (c *converter) run(stmts []*Statement) (*Result, error) {
+	// Pass 1: what others refer to.
+	controlKeys := map[string]bool{}
+	for _, s := range stmts {
+		if s.Keyword() != "controls" {
+			continue
+		}
+		for _, ch := range s.Block {
+			for _, t := range ch.Tail {
+				if t.Keyword() == "keys" {
+					for _, k := range t.Block {
+						controlKeys[dns.CanonicalName(k.Keyword())] = true
+					}
+				}
+			}
+		}
+	}
+	for _, s := range stmts {
+		if s.Keyword() == "key" && controlKeys[dns.CanonicalName(s.Arg(0))] {
+			c.res.Report.replace(s.Pos, "key "+s.Arg(0), "it signs only rndc commands (controls); the agent has its own rndc key")
+			continue
+		}
+		switch s.Keyword() {
+		case "options":
+			c.options = s
+			if d := s.Find("directory"); d != nil {
+				c.directory = d.Arg(0)
+			}
+		case "key":
+			c.key(s)
+		case "primaries", "masters":
+			if s.HasBlock && len(s.Words) >= 2 {
+				c.primaries[s.Arg(0)] = s
+			}
+		}
+	}
+	for _, s := range stmts {
+		switch s.Keyword() {
+		case "acl":
+			c.acl(s)
+		case "view":
+			for _, z := range s.Block {
+				if z.Keyword() == "zone" {
+					c.inViews[dns.CanonicalName(z.Arg(0))]++
+				}
+			}
+		}
+	}
+	cluster := c.cluster(stmts)
+	c.mode = cluster.Spec.Mode
+	c.res.Objects = append(c.res.Objects, cluster)
+	// Pass 2: views and zones.
+	order := int32(0)
+	for _, s := range stmts {
+		switch kw := s.Keyword(); kw {
+		case "options", "key", "acl", "primaries", "masters":
+		case "view":
+			order += 10
+			c.view(s, order)
+		case "zone":
+			c.zone(s, "")
+		case "controls", "logging", "statistics-channels":
+			c.res.Report.replace(s.Pos, kw, "%s", operatorOwned[kw])
+		case "dnssec-policy":
+			c.res.Report.omit(s.Pos, "dnssec-policy "+s.Arg(0), "signed zones are not imported yet: their keys must move with them (docs/migrating.md)")
+		default:
+			c.res.Report.omit(s.Pos, kw, "a %s statement has no counterpart in the operator's API", kw)
+		}
+	}
+	for _, o := range c.res.Objects {
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelImportedFrom] = c.opts.Cluster
+		o.SetLabels(labels)
+	}
+	return c.res, nil
+}
+
+func (c *converter) meta(kind, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: c.opts.Namespace, Name: c.uniqueName(kind, name)}
+}
+
+// uniqueName makes a Kubernetes object name from a BIND name (lowercase,
+// characters of a DNS subdomain), unique within its kind.
+func (c *converter) uniqueName(kind, name string) string {
+	n := strings.Trim(strings.ToLower(strings.TrimSuffix(name, ".")), ".-")
+	n = strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
+			return r
+		}
+		return '-'
+	}, n)
+	n = strings.ReplaceAll(n, "..", ".")
+	if n == "" {
+		n = "root"
+	}
+	if len(n) > 240 {
+		n = n[:240]
+	}
+	n = strings.Trim(n, ".-")
+	out := n
+	for i := 2; c.names[kind+"/"+out]; i++ {
+		out = fmt.Sprintf("%s-%d", n, i)
+	}
+	c.names[kind+"/"+out] = true
+	return out
+}
+
+// key: key "name" { algorithm A; secret "S"; };
+func (c *converter) key(s *Statement) {
+	name := s.Arg(0)
+	alg, secret := "", ""
+	if a := s.Find("algorithm"); a != nil {
+		alg = strings.ToLower(a.Arg(0))
+	}
+	if x := s.Find("secret"); x != nil {
+		secret = x.Arg(0)
+	}
+	what := "key " + name
+	algs := []v1.TSIGAlgorithm{v1.TSIGHMACSHA1, v1.TSIGHMACSHA224, v1.TSIGHMACSHA256, v1.TSIGHMACSHA384, v1.TSIGHMACSHA512}
+	if !slices.Contains(algs, v1.TSIGAlgorithm(alg)) {
+		c.res.Report.omit(s.Pos, what, "algorithm %q is not one of %v; clients must move to another key", alg, algs)
+		return
+	}
+	if secret == "" {
+		c.res.Report.omit(s.Pos, what, "it has no secret")
+		return
+	}
+	m := c.meta("BindTSIGKey", name)
+	secretName := m.Name + "-tsig"
+	c.keys[dns.CanonicalName(name)] = m.Name
+	c.res.Objects = append(c.res.Objects, &v1.BindTSIGKey{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "BindTSIGKey"},
+		ObjectMeta: m,
+		Spec: v1.BindTSIGKeySpec{
+			KeyName:        v1.DomainName(strings.TrimSuffix(name, ".")),
+			Algorithm:      v1.TSIGAlgorithm(alg),
+			SecretName:     secretName,
+			ImportExisting: true,
+		},
+	})
+	c.res.Secrets = append(c.res.Secrets, &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.opts.Namespace, Name: secretName, Labels: map[string]string{LabelImportedFrom: c.opts.Cluster}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{v1.TSIGSecretKey: []byte(secret)},
+	})
+}
+
+// acl: acl name { elements };
+func (c *converter) acl(s *Statement) {
+	name := s.Arg(0)
+	m := c.meta("BindACL", name)
+	c.acls[name] = m.Name // before its elements: an ACL may not name itself, but the check is the webhook's
+	entries, why := c.matchList(s)
+	if why != "" {
+		delete(c.acls, name)
+		c.res.Report.omit(s.Pos, "acl "+name, "%s", why)
+		return
+	}
+	c.res.Objects = append(c.res.Objects, &v1.BindACL{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "BindACL"},
+		ObjectMeta: m,
+		Spec:       v1.BindACLSpec{Entries: entries},
+	})
+}
+
+// matchList converts an address_match_list block. why says why it cannot
+// be (an element with no counterpart: a partial list would match other
+// clients, so nothing of it is imported).
+func (c *converter) matchList(s *Statement) (out []v1.AddressMatchElement, why string) {
+	if !s.HasBlock {
+		return nil, "it has no { } list"
+	}
+	for _, e := range s.Block {
+		var el v1.AddressMatchElement
+		w := e.Words
+		if len(w) > 0 && w[0].Text == "!" && !w[0].Quoted {
+			el.Negate, w = true, w[1:]
+		}
+		switch {
+		case e.HasBlock:
+			return nil, fmt.Sprintf("the nested list %q has no counterpart: make it an acl and name it", e.Text())
+		case len(w) == 2 && strings.EqualFold(w[0].Text, "key"):
+			k, ok := c.keys[dns.CanonicalName(w[1].Text)]
+			if !ok {
+				return nil, fmt.Sprintf("key %q is not imported", w[1].Text)
+			}
+			el.KeyRef = k
+		case len(w) == 1:
+			x := w[0].Text
+			if b := v1.BuiltinACL(strings.ToLower(x)); slices.Contains([]v1.BuiltinACL{v1.BuiltinAny, v1.BuiltinNone, v1.BuiltinLocalhost, v1.BuiltinLocalnets}, b) {
+				el.Builtin = b
+			} else if a, ok := c.acls[x]; ok {
+				el.ACLRef = a
+			} else if addr, ok := address(x); ok {
+				el.Address = addr
+			} else {
+				return nil, fmt.Sprintf("element %q is neither an address, a prefix, a key, a built-in nor an imported acl", x)
+			}
+		default:
+			return nil, fmt.Sprintf("element %q has no counterpart", e.Text())
+		}
+		out = append(out, el)
+	}
+	return out, ""
+}
+
+// address accepts an address or a prefix, as BIND writes them (a prefix
+// may leave out trailing zero octets: 10/8).
+func address(s string) (string, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String(), true
+	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.String(), true
+	}
+	if i := strings.IndexByte(s, '/'); i > 0 && !strings.Contains(s, ":") {
+		octets := strings.Split(s[:i], ".")
+		for len(octets) < 4 {
+			octets = append(octets, "0")
+		}
+		if p, err := netip.ParsePrefix(strings.Join(octets, ".") + s[i:]); err == nil {
+			return p.String(), true
+		}
+	}
+	return "", false
+}
+
+// cluster converts options { } into the BindCluster.
+func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
+	bc := &v1.BindCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "BindCluster"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.opts.Namespace, Name: c.opts.Cluster},
+		Spec:       v1.BindClusterSpec{Mode: v1.ModeAuthoritative},
+	}
+	c.names["BindCluster/"+c.opts.Cluster] = true
+	// A cluster is authoritative when it serves data of its own (primary
+	// or secondary zones); one with only Stub and Forward zones resolves.
+	hasZones := false
+	for _, s := range stmts {
+		zones := []*Statement{s}
+		if s.Keyword() == "view" {
+			zones = s.Block
+		}
+		for _, z := range zones {
+			if z.Keyword() != "zone" {
+				continue
+			}
+			if t := z.Find("type"); t != nil && slices.Contains([]string{"primary", "master", "secondary", "slave"}, strings.ToLower(t.Arg(0))) {
+				hasZones = true
+			}
+		}
+	}
+	if c.options == nil {
+		if !hasZones {
+			bc.Spec.Mode = v1.ModeResolver
+			bc.Spec.Recursion = &v1.RecursionSpec{}
+		}
+		return bc
+	}
+	recursion := true // named's default
+	var rec v1.RecursionSpec
+	var resolving []*Statement // what only a resolver uses
+	for _, o := range c.options.Block {
+		kw := o.Keyword()
+		what := o.Text()
+		switch kw {
+		case "allow-recursion", "forwarders", "forward", "dnssec-validation":
+			resolving = append(resolving, o)
+		}
+		switch kw {
+		case "allow-query":
+			if l, why := c.matchList(o); why != "" {
+				c.res.Report.omit(o.Pos, what, "%s", why)
+			} else {
+				bc.Spec.AllowQuery = l
+			}
+		case "recursion":
+			recursion = yes(o.Arg(0))
+		case "allow-recursion":
+			if l, why := c.matchList(o); why != "" {
+				c.res.Report.omit(o.Pos, what, "%s", why)
+			} else {
+				rec.AllowRecursion = l
+			}
+		case "forwarders":
+			fw, why := forwarders(o)
+			if why != "" {
+				c.res.Report.omit(o.Pos, what, "%s", why)
+			} else {
+				rec.Forwarders = fw
+			}
+		case "forward":
+			rec.ForwardPolicy = forwardPolicy(o.Arg(0))
+		case "dnssec-validation":
+			switch strings.ToLower(o.Arg(0)) {
+			case "auto":
+				rec.DNSSECValidation = v1.DNSSECValidationAuto
+			case "yes", "true", "1":
+				rec.DNSSECValidation = v1.DNSSECValidationYes
+			default:
+				rec.DNSSECValidation = v1.DNSSECValidationNo
+			}
+		case "allow-transfer":
+			// Zones inherit it: each zone without its own gets it (zone()).
+		case "querylog":
+			bc.Spec.QueryLog = yes(o.Arg(0))
+		default:
+			if why, owned := operatorOwned[kw]; owned && why != "" {
+				c.res.Report.replace(o.Pos, what, "%s", why)
+				continue
+			}
+			if _, errs := webhooks.ValidateOptionStatement(what, nil); len(errs) > 0 {
+				c.res.Report.omit(o.Pos, what, "extraOptions refuses it: %s", errs.ToAggregate().Error())
+				continue
+			}
+			bc.Spec.ExtraOptions = append(bc.Spec.ExtraOptions, what)
+		}
+	}
+	if recursion && !hasZones {
+		bc.Spec.Mode = v1.ModeResolver
+		bc.Spec.Recursion = &rec
+		return bc
+	}
+	if recursion {
+		c.res.Report.omit(c.options.Pos, "recursion yes (named's default)", "a BindCluster is authoritative or a resolver, not both: this one serves zones and refuses recursion; run a Resolver BindCluster that forwards to it for recursive clients")
+	}
+	for _, o := range resolving {
+		if recursion {
+			c.res.Report.omit(o.Pos, o.Text(), "an authoritative cluster does not resolve (see recursion)")
+		} else {
+			c.res.Report.replace(o.Pos, o.Text(), "recursion is off: named does not use it")
+		}
+	}
+	return bc
+}
+
+func yes(s string) bool {
+	switch strings.ToLower(s) {
+	case "yes", "true", "1":
+		return true
+	}
+	return false
+}
+
+func forwardPolicy(s string) v1.ForwardPolicy {
+	if strings.EqualFold(s, "first") {
+		return v1.ForwardFirst
+	}
+	return v1.ForwardOnly
+}
+
+// forwarders: forwarders [port P] { address [port P]; ... };
+func forwarders(s *Statement) ([]v1.Forwarder, string) {
+	var out []v1.Forwarder
+	defPort, why := portArg(s.Words[1:])
+	if why != "" {
+		return nil, why
+	}
+	for _, e := range s.Block {
+		a, err := netip.ParseAddr(e.Keyword())
+		if err != nil || e.HasBlock {
+			return nil, fmt.Sprintf("forwarder %q is not an address (and an optional port)", e.Text())
+		}
+		p, why := portArg(e.Words[1:])
+		if why != "" {
+			return nil, why
+		}
+		if p == nil {
+			p = defPort
+		}
+		out = append(out, v1.Forwarder{Address: a.String(), Port: p})
+	}
+	return out, ""
+}
+
+// portArg reads "port N" (or nothing).
+func portArg(w []Word) (*int32, string) {
+	if len(w) == 0 {
+		return nil, ""
+	}
+	if len(w) == 2 && strings.EqualFold(w[0].Text, "port") {
+		n, err := strconv.ParseInt(w[1].Text, 10, 32)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Sprintf("port %q is not a port number", w[1].Text)
+		}
+		return ptr.To(int32(n)), ""
+	}
+	return nil, fmt.Sprintf("%q has no counterpart (only an address and a port are imported)", wordsText(w))
+}
+
+func wordsText(w []Word) string {
+	parts := make([]string, len(w))
+	for i, x := range w {
+		parts[i] = x.Text
+	}
+	return strings.Join(parts, " ")
+}
+
+// view converts a view and its zones.
+func (c *converter) view(s *Statement, order int32) {
+	name := s.Arg(0)
+	m := c.meta("BindView", name)
+	v := &v1.BindView{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "BindView"},
+		ObjectMeta: m,
+		Spec:       v1.BindViewSpec{ClusterRef: v1.LocalObjectReference{Name: c.opts.Cluster}, Order: ptr.To(order)},
+	}
+	c.res.Objects = append(c.res.Objects, v)
+	for _, o := range s.Block {
+		kw, what := o.Keyword(), "view "+name+": "+o.Text()
+		list := func(dst *[]v1.AddressMatchElement) {
+			if l, why := c.matchList(o); why != "" {
+				c.res.Report.omit(o.Pos, what, "%s", why)
+			} else {
+				*dst = l
+			}
+		}
+		switch kw {
+		case "zone":
+			c.zone(o, m.Name)
+		case "match-clients":
+			list(&v.Spec.MatchClients)
+		case "match-destinations":
+			list(&v.Spec.MatchDestinations)
+		case "allow-recursion":
+			list(&v.Spec.AllowRecursion)
+		case "match-recursive-only":
+			v.Spec.MatchRecursiveOnly = yes(o.Arg(0))
+		case "recursion":
+			v.Spec.Recursion = ptr.To(yes(o.Arg(0)))
+		case "forwarders":
+			if fw, why := forwarders(o); why != "" {
+				c.res.Report.omit(o.Pos, what, "%s", why)
+			} else {
+				v.Spec.Forwarders = fw
+			}
+		case "key", "acl":
+			c.res.Report.omit(o.Pos, what, "a %s inside a view is not imported: move it to the top level", kw)
+		default:
+			c.res.Report.omit(o.Pos, what, "a view's %s has no counterpart in BindView", kw)
+		}
+	}
+}
+
+// zone converts one zone statement (in view viewObj, or at the top level).
+func (c *converter) zone(s *Statement, viewObj string) {
+	name := strings.TrimSuffix(s.Arg(0), ".")
+	if name == "" {
+		name = "."
+	}
+	what := "zone " + s.Arg(0)
+	if cls := s.Arg(1); cls != "" && !strings.EqualFold(cls, "in") {
+		c.res.Report.omit(s.Pos, what, "class %s: only IN zones are served", cls)
+		return
+	}
+	typ := ""
+	if t := s.Find("type"); t != nil {
+		typ = strings.ToLower(t.Arg(0))
+	}
+	z := &v1.BindZone{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "BindZone"},
+		Spec:     v1.BindZoneSpec{ClusterRef: v1.LocalObjectReference{Name: c.opts.Cluster}, ZoneName: v1.DomainName(name)},
+	}
+	switch typ {
+	case "primary", "master":
+		z.Spec.Type = v1.ZonePrimary
+	case "secondary", "slave":
+		z.Spec.Type = v1.ZoneSecondary
+	case "stub", "forward":
+		// named uses them only to resolve.
+		if c.mode != v1.ModeResolver {
+			c.res.Report.omit(s.Pos, what+" ("+typ+")", "named uses %s zones only when it recurses, and a BindCluster that serves zones of its own does not: put the zone on a Resolver BindCluster", typ)
+			return
+		}
+		z.Spec.Type = v1.ZoneStub
+		if typ == "forward" {
+			z.Spec.Type = v1.ZoneForward
+		}
+	case "hint":
+		c.res.Report.replace(s.Pos, what+" (hint)", "named's built-in root hints serve a resolver cluster")
+		return
+	default:
+		c.res.Report.omit(s.Pos, what, "type %q has no counterpart (Primary, Secondary, Stub, Forward)", typ)
+		return
+	}
+	prefix := ""
+	if viewObj != "" {
+		z.Spec.ViewRef = &v1.LocalObjectReference{Name: viewObj}
+		// A zone that several views serve is named after each view.
+		if c.inViews[dns.CanonicalName(name)] > 1 {
+			prefix = viewObj + "-"
+		}
+	}
+	z.ObjectMeta = c.meta("BindZone", prefix+name)
+	inherited := false
+	for _, o := range s.Block {
+		kw, ow := o.Keyword(), what+": "+o.Text()
+		switch kw {
+		case "type":
+		case "file":
+			if z.Spec.Type != v1.ZonePrimary {
+				c.res.Report.replace(o.Pos, ow, "the operator keeps the transferred copy on the pods")
+				continue
+			}
+			if !c.zoneFile(z, o) {
+				return
+			}
+		case "primaries", "masters":
+			if l, why := c.remoteServers(o); why != "" {
+				c.res.Report.omit(o.Pos, ow, "%s", why)
+			} else {
+				z.Spec.Primaries = l
+			}
+		case "forwarders":
+			if fw, why := forwarders(o); why != "" {
+				c.res.Report.omit(o.Pos, ow, "%s", why)
+			} else {
+				z.Spec.Forwarders = fw
+			}
+		case "forward":
+			z.Spec.ForwardPolicy = forwardPolicy(o.Arg(0))
+		case "allow-transfer":
+			inherited = true
+			if l, why := c.matchList(o); why != "" {
+				c.res.Report.omit(o.Pos, ow, "%s", why)
+			} else {
+				z.Spec.AllowTransfer = l
+			}
+		case "allow-query":
+			if l, why := c.matchList(o); why != "" {
+				c.res.Report.omit(o.Pos, ow, "%s", why)
+			} else {
+				z.Spec.AllowQuery = l
+			}
+		case "allow-update":
+			l, why := c.matchList(o)
+			switch {
+			case why != "":
+				c.res.Report.omit(o.Pos, ow, "%s", why)
+			case len(l) == 1 && l[0].KeyRef != "" && !l[0].Negate:
+				z.Spec.UpdateKeyRef = &v1.LocalObjectReference{Name: l[0].KeyRef}
+			case len(l) == 1 && l[0].Builtin == v1.BuiltinNone:
+			default:
+				c.res.Report.omit(o.Pos, ow, "only one key may update a zone (spec.updateKeyRef); updates by address are not accepted")
+			}
+		case "also-notify":
+			c.res.Report.omit(o.Pos, ow, "the operator does not notify servers outside the cluster yet; they still transfer when the SOA refresh says")
+		case "dnssec-policy", "inline-signing", "auto-dnssec", "key-directory":
+			c.res.Report.omit(o.Pos, ow, "signed zones are not imported yet: their keys must move with them (docs/migrating.md)")
+		default:
+			if why, owned := operatorOwned[kw]; owned && why != "" {
+				c.res.Report.replace(o.Pos, ow, "%s", why)
+			} else {
+				c.res.Report.omit(o.Pos, ow, "a zone's %s has no counterpart in BindZone", kw)
+			}
+		}
+	}
+	if !inherited && c.options != nil && z.Spec.Type == v1.ZonePrimary {
+		if o := c.options.Find("allow-transfer"); o != nil {
+			if l, why := c.matchList(o); why == "" {
+				z.Spec.AllowTransfer = l
+			}
+		}
+	}
+	c.res.Objects = append(c.res.Objects, z)
+}
+
+// remoteServers: primaries [port P] { address [port P] [key K]; | list; };
+func (c *converter) remoteServers(s *Statement) ([]v1.RemoteServer, string) {
+	words := s.Words[1:]
+	if kw := s.Keyword(); (kw == "primaries" || kw == "masters") && c.primaries[s.Arg(0)] == s {
+		words = words[1:] // a named list: "primaries NAME [port P] { ... }"
+	}
+	defPort, why := portArg(words)
+	if why != "" {
+		return nil, why
+	}
+	var out []v1.RemoteServer
+	for _, e := range s.Block {
+		w := e.Words
+		if len(w) == 0 || e.HasBlock {
+			return nil, fmt.Sprintf("%q has no counterpart", e.Text())
+		}
+		if list, ok := c.primaries[w[0].Text]; ok && len(w) == 1 {
+			l, why := c.remoteServers(list)
+			if why != "" {
+				return nil, why
+			}
+			out = append(out, l...)
+			continue
+		}
+		a, err := netip.ParseAddr(w[0].Text)
+		if err != nil {
+			return nil, fmt.Sprintf("primary %q is not an address (named primaries lists must be defined at the top level)", w[0].Text)
+		}
+		rs := v1.RemoteServer{Address: a.String(), Port: defPort}
+		for rest := w[1:]; len(rest) > 0; rest = rest[2:] {
+			if len(rest) < 2 {
+				return nil, fmt.Sprintf("%q has no counterpart", e.Text())
+			}
+			switch strings.ToLower(rest[0].Text) {
+			case "port":
+				p, why := portArg(rest[:2])
+				if why != "" {
+					return nil, why
+				}
+				rs.Port = p
+			case "key":
+				k, ok := c.keys[dns.CanonicalName(rest[1].Text)]
+				if !ok {
+					return nil, fmt.Sprintf("key %q is not imported", rest[1].Text)
+				}
+				rs.KeyRef = &v1.LocalObjectReference{Name: k}
+			default:
+				return nil, fmt.Sprintf("%q of %q has no counterpart (TLS transfers are not imported yet)", rest[0].Text, e.Text())
+			}
+		}
+		out = append(out, rs)
+	}
+	return out, ""
+}
+
+// zoneFile reads a primary zone's file into its SOA and record sets. It
+// is false when the file cannot be read: named would not serve the zone,
+// and neither does the import.
+func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
+	file := o.Arg(0)
+	if c.directory != "" && !strings.HasPrefix(file, "/") {
+		file = strings.TrimSuffix(c.directory, "/") + "/" + file
+	}
+	origin := string(z.Spec.ZoneName)
+	data, err := ReadZoneFile(c.opts.Root, file, origin)
+	if err != nil {
+		c.res.Report.omit(o.Pos, "zone "+origin, "its zone file cannot be read, so named does not serve it either: %v", err)
+		return false
+	}
+	soa := data.SOA
+	z.Spec.SOA = &v1.SOASpec{
+		PrimaryNameServer: v1.DomainName(strings.TrimSuffix(soa.Ns, ".")),
+		ResponsiblePerson: v1.DomainName(strings.TrimSuffix(soa.Mbox, ".")),
+		Refresh:           ptr.To(int32(min(soa.Refresh, 1<<31-1))),
+		Retry:             ptr.To(int32(min(soa.Retry, 1<<31-1))),
+		Expire:            ptr.To(int32(min(soa.Expire, 1<<31-1))),
+		Minimum:           ptr.To(int32(min(soa.Minttl, 1<<31-1))),
+	}
+	apex := dns.CanonicalName(origin)
+	type setKey struct{ name, typ string }
+	sets := map[setKey]*v1.RecordSet{}
+	var order []setKey
+	for _, r := range data.Records {
+		h := r.RR.Header()
+		owner := dns.CanonicalName(h.Name)
+		typ := dns.TypeToString[h.Rrtype]
+		what := fmt.Sprintf("%s %s", owner, typ)
+		if !dns.IsSubDomain(apex, owner) {
+			c.res.Report.omit(r.Pos.in(file), what, "it lies outside the zone %s", origin)
+			continue
+		}
+		if slices.Contains(dnssecTypes, h.Rrtype) {
+			c.res.Report.omit(r.Pos.in(file), what, "DNSSEC data is made by the signer, not imported: signed zones are not imported yet (docs/migrating.md)")
+			continue
+		}
+		if !slices.Contains(v1.RecordTypes, v1.RecordType(typ)) {
+			c.res.Report.omit(r.Pos.in(file), what, "type %s is not one the operator manages (%v)", typ, v1.RecordTypes)
+			continue
+		}
+		rel := "@"
+		if owner != apex {
+			rel = strings.TrimSuffix(strings.TrimSuffix(owner, apex), ".")
+		}
+		k := setKey{rel, typ}
+		set, ok := sets[k]
+		if !ok {
+			set = &v1.RecordSet{Name: v1.RecordName(rel), Type: v1.RecordType(typ), TTL: ptr.To(v1.TTL(h.Ttl))}
+			sets[k] = set
+			order = append(order, k)
+		} else if v1.TTL(h.Ttl) != *set.TTL {
+			// named serves one TTL per set, the first loaded.
+			c.res.Report.omit(r.Pos.in(file), what, "TTL %d differs from the set's %d; the set keeps %d as named does", h.Ttl, *set.TTL, *set.TTL)
+		}
+		v := Presentation(r.RR)
+		if !slices.Contains(set.Values, v) {
+			set.Values = append(set.Values, v)
+		}
+	}
+	for _, k := range order {
+		z.Spec.Records = append(z.Spec.Records, *sets[k])
+	}
+	// named loads a zone whose SOA MNAME lies inside it without an
+	// address; the operator does not, since the MNAME is also the NS of
+	// the zone's seed.
+	if mname := dns.CanonicalName(soa.Ns); dns.IsSubDomain(apex, mname) {
+		rel := strings.TrimSuffix(strings.TrimSuffix(mname, apex), ".")
+		if rel == "" {
+			rel = "@"
+		}
+		if sets[setKey{rel, "A"}] == nil && sets[setKey{rel, "AAAA"}] == nil {
+			z.Spec.SOA.PrimaryNameServer = ""
+			c.res.Report.omit(Pos{File: file}, "SOA MNAME "+soa.Ns, "it lies inside the zone with no A or AAAA record, which the operator needs to seed the zone; the SOA names the cluster's query Service instead")
+		}
+	}
+	return true
+}
+
+func (p Pos) in(file string) Pos {
+	if p.File == "" {
+		p.File = file
+	}
+	return p
+}
+
+// dnssecTypes are made by a signer; a BindDNSSECPolicy signs anew.
+var dnssecTypes = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeNSEC3PARAM, dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY}

@@ -1,0 +1,196 @@
+package importer
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata")
+
+// importFixture imports testdata/server, the copy of an existing server's
+// files: split-horizon views, ACLs, keys, every zone type, $INCLUDE,
+// $GENERATE and $ORIGIN, statements the operator replaces and some it
+// cannot import.
+func importFixture(t *testing.T) *Result {
+	t.Helper()
+	res, err := Import(Options{Root: "testdata/server", Config: "/etc/bind/named.conf", Namespace: "dns", Cluster: "legacy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestImportGolden: the objects and the report of the fixture, against
+// testdata/server.objects.yaml and server.report.txt (go test ./importer
+// -update rewrites them; review the diff).
+func TestImportGolden(t *testing.T) {
+	res := importFixture(t)
+	var objs bytes.Buffer
+	for _, o := range res.Objects {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs.WriteString("---\n")
+		objs.Write(b)
+	}
+	var report bytes.Buffer
+	res.Report.Write(&report)
+	for file, got := range map[string][]byte{"server.objects.yaml": objs.Bytes(), "server.report.txt": report.Bytes()} {
+		p := filepath.Join("testdata", file)
+		if *update {
+			if err := os.WriteFile(p, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("%v (go test ./importer -update writes it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what the import emits (go test ./importer -update rewrites it; review the diff):\n%s", p, got)
+		}
+	}
+}
+
+func byName[T client.Object](objs []client.Object, name string) T {
+	var zero T
+	for _, o := range objs {
+		if x, ok := o.(T); ok && o.GetName() == name {
+			return x
+		}
+	}
+	return zero
+}
+
+// TestImportFixture checks what the golden files hold that matters most.
+func TestImportFixture(t *testing.T) {
+	g := NewWithT(t)
+	res := importFixture(t)
+	g.Expect(Validate(res.Objects)).To(BeEmpty(), "every emitted object passes the admission rules")
+	g.Expect(res.Report.Outcome()).To(Equal(WithOmissions))
+
+	acl := byName[*v1.BindACL](res.Objects, "internal")
+	g.Expect(acl.Spec.Entries).To(Equal([]v1.AddressMatchElement{
+		{Address: "192.168.99.0/24", Negate: true}, {Address: "10.0.0.0/8"}, {Address: "192.168.0.0/16"}, {KeyRef: "xfer-key"},
+	}), "10/8 is BIND's short form of 10.0.0.0/8")
+
+	// One zone name in two views: one object per view.
+	internal := byName[*v1.BindZone](res.Objects, "internal-example.com")
+	external := byName[*v1.BindZone](res.Objects, "external-example.com")
+	g.Expect(internal.Spec.ViewRef.Name).To(Equal("internal"))
+	g.Expect(internal.Spec.UpdateKeyRef.Name).To(Equal("ddns-key"))
+	g.Expect(external.Spec.AllowTransfer).To(Equal([]v1.AddressMatchElement{{KeyRef: "xfer-key"}}))
+	g.Expect(internal.Spec.AllowTransfer).To(Equal([]v1.AddressMatchElement{{Builtin: v1.BuiltinNone}}), "inherited from options")
+
+	sets := map[string]v1.RecordSet{}
+	for _, r := range external.Spec.Records {
+		sets[string(r.Name)+"/"+string(r.Type)] = r
+	}
+	g.Expect(sets).To(HaveKey("host10/A"), "$GENERATE")
+	g.Expect(sets).To(HaveKey("inc1/A"), "$INCLUDE")
+	g.Expect(sets).To(HaveKey("api.dev/AAAA"), "$ORIGIN inside an $INCLUDE")
+	g.Expect(*sets["mail/A"].TTL).To(Equal(v1.TTL(300)))
+	g.Expect(*sets["ns1/A"].TTL).To(Equal(v1.TTL(3600)), "$TTL")
+	g.Expect(sets["www/CNAME"].Values).To(Equal([]string{"example.com."}))
+	g.Expect(sets["@/NS"].Values).To(Equal([]string{"ns1.example.com.", "ns2.example.net."}))
+	g.Expect(sets).NotTo(HaveKey("hinfo/HINFO"))
+	g.Expect(*external.Spec.SOA.Refresh).To(Equal(int32(7200)))
+	g.Expect(external.Spec.SOA.ResponsiblePerson).To(Equal(v1.DomainName("hostmaster.example.com")))
+
+	partner := byName[*v1.BindZone](res.Objects, "partner.example")
+	g.Expect(partner.Spec.Type).To(Equal(v1.ZoneSecondary))
+	g.Expect(partner.Spec.Primaries).To(HaveLen(2), "the named primaries list, expanded")
+	g.Expect(*partner.Spec.Primaries[1].Port).To(Equal(int32(5353)))
+	g.Expect(byName[*v1.BindZone](res.Objects, "fwd.example")).To(BeNil(), "named does not use a forward zone without recursion")
+	g.Expect(byName[*v1.BindZone](res.Objects, "stub.example")).To(BeNil())
+
+	var omitted, replaced []string
+	for _, f := range res.Report.Findings {
+		if f.Replaced {
+			replaced = append(replaced, f.What)
+		} else {
+			omitted = append(omitted, f.Pos.String()+" "+f.What)
+		}
+	}
+	g.Expect(omitted).To(ConsistOf(
+		"/var/cache/bind/db.example.com hinfo.example.com. HINFO",
+		"/etc/bind/named.conf:39 zone example.com: also-notify { 192.0.2.10; };",
+		"/etc/bind/named.conf:42 zone stub.example (stub)",
+		"/etc/bind/named.conf:43 zone fwd.example (forward)",
+		"/etc/bind/named.conf:44 zone mirror.example",
+	))
+	g.Expect(replaced).To(ContainElements("controls", "logging", "key rndc-key", `directory "/var/cache/bind";`))
+}
+
+// TestImportResolver: a server that only resolves (Forward and Stub zones,
+// no data of its own) becomes a Resolver BindCluster.
+func TestImportResolver(t *testing.T) {
+	g := NewWithT(t)
+	res, err := Import(Options{Root: "testdata/resolver", Config: "/etc/bind/named.conf", Namespace: "dns", Cluster: "resolver"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Validate(res.Objects)).To(BeEmpty())
+	c := byName[*v1.BindCluster](res.Objects, "resolver")
+	g.Expect(c.Spec.Mode).To(Equal(v1.ModeResolver))
+	g.Expect(c.Spec.Recursion.AllowRecursion).To(Equal([]v1.AddressMatchElement{{ACLRef: "offices"}, {Builtin: v1.BuiltinLocalhost}}))
+	g.Expect(c.Spec.Recursion.Forwarders).To(Equal([]v1.Forwarder{{Address: "192.0.2.1"}, {Address: "192.0.2.2"}}))
+	g.Expect(c.Spec.Recursion.ForwardPolicy).To(Equal(v1.ForwardFirst))
+	g.Expect(c.Spec.Recursion.DNSSECValidation).To(Equal(v1.DNSSECValidationAuto))
+	g.Expect(c.Spec.ExtraOptions).To(ContainElement("max-cache-size 256m;"))
+	fwd := byName[*v1.BindZone](res.Objects, "corp.example")
+	g.Expect(fwd.Spec.Type).To(Equal(v1.ZoneForward))
+	g.Expect(fwd.Spec.ForwardPolicy).To(Equal(v1.ForwardOnly))
+	g.Expect(byName[*v1.BindZone](res.Objects, "lab.example").Spec.Primaries).To(Equal([]v1.RemoteServer{{Address: "10.30.0.53"}}))
+	g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
+}
+
+// TestImportKeepsKeyMaterialInSecrets: the material is in the Secrets and
+// nowhere else: not in the objects, not in the report.
+func TestImportKeepsKeyMaterialInSecrets(t *testing.T) {
+	g := NewWithT(t)
+	res := importFixture(t)
+	g.Expect(res.Secrets).To(HaveLen(2))
+	var report bytes.Buffer
+	res.Report.Write(&report)
+	objs, err := yaml.Marshal(res.Objects)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, s := range res.Secrets {
+		material := string(s.Data[v1.TSIGSecretKey])
+		g.Expect(material).NotTo(BeEmpty())
+		g.Expect(string(objs)).NotTo(ContainSubstring(material))
+		g.Expect(report.String()).NotTo(ContainSubstring(material))
+	}
+	// Nor the rndc key's, which is not imported.
+	g.Expect(report.String()).NotTo(ContainSubstring("cm5kYy1rZXk="))
+}
+
+// TestImportReportsWhatItCannotRead: a zone whose file does not parse is
+// an omission with the file and line (named would not load it either),
+// and the other zones still import.
+func TestImportReportsWhatItCannotRead(t *testing.T) {
+	g := NewWithT(t)
+	root := writeTree(t, map[string]string{
+		"named.conf": "options { recursion no; };\nzone \"a.example\" { type primary; file \"db.a\"; };\nzone \"b.example\" { type primary; file \"db.b\"; };\n",
+		"db.a":       "$TTL 60\n@ SOA ns hm 1 2 3 4 5\n@ NS ns.example.net.\nbad A not-an-address\n",
+		"db.b":       "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
+	})
+	res, err := Import(Options{Root: root, Config: "named.conf", Namespace: "n", Cluster: "c"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Report.Findings).To(HaveLen(1))
+	f := res.Report.Findings[0]
+	g.Expect(f.String()).To(And(HavePrefix("named.conf:2: omitted: zone a.example: its zone file cannot be read"), ContainSubstring("/db.a"), ContainSubstring("line: 4")))
+	g.Expect(Validate(res.Objects)).To(BeEmpty())
+	b := byName[*v1.BindZone](res.Objects, "b.example")
+	g.Expect(b.Spec.Records).To(HaveLen(1))
+	g.Expect(byName[*v1.BindZone](res.Objects, "a.example")).To(BeNil(), "a zone named could not load is not served empty")
+}

@@ -1,0 +1,58 @@
+package importer
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/webhooks"
+)
+
+// Validate runs each object through the admission rules that need no API
+// server: the mutating webhook's defaults, then the validating webhook's
+// spec rules (webhooks.ValidateXSpec), and the object name rules. It
+// returns one error per refused object, with the field paths; an import
+// that emits one is a bug of the importer. Rules that read other objects
+// (references, names taken) and the CRDs' own schema and CEL rules are
+// applied by the API server: `kubectl apply --dry-run=server`.
+func Validate(objs []client.Object) []error {
+	ctx := context.Background()
+	var out []error
+	for _, o := range objs {
+		o = o.DeepCopyObject().(client.Object)
+		var errs field.ErrorList
+		for _, msg := range validation.NameIsDNSSubdomain(o.GetName(), false) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), o.GetName(), msg))
+		}
+		spec := field.NewPath("spec")
+		switch x := o.(type) {
+		case *v1.BindCluster:
+			_ = (&webhooks.BindClusterWebhook{}).Default(ctx, x)
+			errs = append(errs, webhooks.ValidateBindClusterSpec(&x.Spec, spec)...)
+			_, optErrs := webhooks.ValidateExtraOptions(x.Spec.ExtraOptions, spec.Child("extraOptions"))
+			errs = append(errs, optErrs...)
+		case *v1.BindZone:
+			_ = (&webhooks.BindZoneWebhook{}).Default(ctx, x)
+			errs = append(errs, webhooks.ValidateBindZoneSpec(&x.Spec, spec)...)
+		case *v1.BindTSIGKey:
+			_ = (&webhooks.BindTSIGKeyWebhook{}).Default(ctx, x)
+			errs = append(errs, webhooks.ValidateBindTSIGKeySpec(&x.Spec, spec)...)
+		case *v1.BindView:
+			_ = (&webhooks.BindViewWebhook{}).Default(ctx, x)
+			errs = append(errs, webhooks.ValidateBindViewSpec(&x.Spec, spec)...)
+		case *v1.BindACL:
+			_ = (&webhooks.BindACLWebhook{}).Default(ctx, x)
+			errs = append(errs, webhooks.ValidateBindACLSpec(x.Name, &x.Spec, spec)...)
+		default:
+			errs = append(errs, field.InternalError(nil, fmt.Errorf("the importer emitted a %T, which it cannot validate", o)))
+		}
+		if len(errs) > 0 {
+			out = append(out, fmt.Errorf("%s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), errs.ToAggregate()))
+		}
+	}
+	return out
+}
