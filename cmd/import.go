@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"git.unkin.net/unkin/bind-operator/importer"
+)
+
+// importFiles are what `import` writes into --out.
+const (
+	importObjectsFile = "objects.yaml"
+	importSecretsFile = "secrets.yaml"
+)
+
+// runImport is `bind-operator import`: it reads an existing BIND's
+// named.conf (and what it includes, its zone files and keys) and writes
+// the objects that serve the same zones (docs/migrating.md). The key
+// material goes only into secrets.yaml, mode 0600, never to the terminal.
+// The outcome is the exit status: 0 imported whole, 3 imported with
+// omissions (each one on stderr as file:line: what: why), 1 failed
+// (nothing written).
+func runImport(args []string, stderr io.Writer) importer.Outcome {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts importer.Options
+	fs.StringVar(&opts.Root, "root", "/", "the folder the server's paths are resolved in: / on the server itself, or a copy of its files")
+	fs.StringVar(&opts.Config, "config", "/etc/bind/named.conf", "named.conf's path, as the server sees it")
+	fs.StringVar(&opts.Namespace, "namespace", "", "the namespace of the objects (required)")
+	fs.StringVar(&opts.Cluster, "cluster", "", "the name of the BindCluster that serves the zones (required)")
+	out := fs.String("out", "", "the folder to write "+importObjectsFile+" and "+importSecretsFile+" into (required)")
+	validate := fs.Bool("validate", false, "run every emitted object through the admission rules that need no API server, and fail on a refusal")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return importer.Whole
+		}
+		return importer.Failed
+	}
+	fail := func(format string, args ...any) importer.Outcome {
+		_, _ = fmt.Fprintf(stderr, "import: "+format+"\n", args...)
+		return importer.Failed
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fail("unexpected arguments %q", fs.Args())
+	case opts.Namespace == "" || opts.Cluster == "" || *out == "":
+		return fail("--namespace, --cluster and --out are required")
+	}
+	res, err := importer.Import(opts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	res.Report.Write(stderr)
+	if *validate {
+		if errs := importer.Validate(res.Objects); len(errs) > 0 {
+			for _, e := range errs {
+				_, _ = fmt.Fprintf(stderr, "refused: %v\n", e)
+			}
+			return fail("%d emitted objects are refused by the admission rules: an importer bug; nothing was written", len(errs))
+		}
+	}
+	var objs, secrets bytes.Buffer
+	for _, o := range res.Objects {
+		if err := writeYAML(&objs, o); err != nil {
+			return fail("%v", err)
+		}
+	}
+	for _, s := range res.Secrets {
+		if err := writeYAML(&secrets, s); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if err := os.MkdirAll(*out, 0o700); err != nil {
+		return fail("%v", err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, importObjectsFile), objs.Bytes(), 0o644); err != nil {
+		return fail("%v", err)
+	}
+	// WriteFile keeps an existing file's mode: make sure it is 0600.
+	sp := filepath.Join(*out, importSecretsFile)
+	if err := os.WriteFile(sp, secrets.Bytes(), 0o600); err != nil {
+		return fail("%v", err)
+	}
+	if err := os.Chmod(sp, 0o600); err != nil {
+		return fail("%v", err)
+	}
+	_, _ = fmt.Fprintf(stderr, "wrote %d objects to %s and %d Secrets to %s (mode 0600): apply the Secrets first\n",
+		len(res.Objects), filepath.Join(*out, importObjectsFile), len(res.Secrets), sp)
+	return res.Report.Outcome()
+}
+
+// writeYAML writes one document, without the empty status, the empty
+// structs and the null creationTimestamp a typed object marshals with.
+func writeYAML(w *bytes.Buffer, o any) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return err
+	}
+	delete(m, "status")
+	// The spec's structs that hold nothing (resources: {}, ports: {}):
+	// the defaults fill them.
+	if spec, ok := m["spec"].(map[string]any); ok {
+		for k, v := range spec {
+			if sub, ok := v.(map[string]any); ok && len(sub) == 0 {
+				delete(spec, k)
+			}
+		}
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return err
+	}
+	w.WriteString("---\n")
+	w.Write(b)
+	return nil
+}

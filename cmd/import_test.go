@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"git.unkin.net/unkin/bind-operator/importer"
+)
+
+func fixture(name string) string { return filepath.Join("..", "importer", "testdata", name) }
+
+// TestImportSubcommand: the exit status says how the import went, the
+// objects and the Secrets go to their two files (the Secrets' mode 0600,
+// even over an existing file), and no key material reaches the terminal.
+func TestImportSubcommand(t *testing.T) {
+	g := NewWithT(t)
+	out := t.TempDir()
+	// An existing secrets.yaml with a looser mode is tightened.
+	g.Expect(os.WriteFile(filepath.Join(out, importSecretsFile), nil, 0o644)).To(Succeed())
+	var stderr bytes.Buffer
+	code := runImport([]string{"--root", fixture("server"), "--namespace", "dns", "--cluster", "legacy", "--out", out, "--validate"}, &stderr)
+	g.Expect(code).To(Equal(importer.WithOmissions), stderr.String())
+	g.Expect(stderr.String()).To(ContainSubstring("/etc/bind/named.conf:44: omitted: zone mirror.example"))
+	g.Expect(stderr.String()).To(ContainSubstring("wrote 11 objects"))
+
+	st, err := os.Stat(filepath.Join(out, importSecretsFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+	secrets, err := os.ReadFile(filepath.Join(out, importSecretsFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	objects, err := os.ReadFile(filepath.Join(out, importObjectsFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, material := range []string{"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXhmcg==", "ZGRucy1rZXktbWF0ZXJpYWwtZGRucy1rZXktbWF0ZXJpYWw="} {
+		g.Expect(stderr.String()).NotTo(ContainSubstring(material))
+		g.Expect(string(objects)).NotTo(ContainSubstring(material))
+	}
+
+	// Every document decodes, without status or empty structs.
+	docs := 0
+	r := utilyaml.NewYAMLReader(bufioReader(objects))
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			break
+		}
+		var m map[string]any
+		g.Expect(yaml.Unmarshal(doc, &m)).To(Succeed())
+		if len(m) == 0 {
+			continue
+		}
+		docs++
+		g.Expect(m).NotTo(HaveKey("status"))
+		g.Expect(string(doc)).NotTo(ContainSubstring("{}"))
+	}
+	g.Expect(docs).To(Equal(11))
+	g.Expect(strings.Count(string(secrets), "kind: Secret")).To(Equal(2))
+}
+
+func TestImportSubcommandExitStatus(t *testing.T) {
+	g := NewWithT(t)
+	var stderr bytes.Buffer
+	g.Expect(runImport([]string{"--root", fixture("resolver"), "--namespace", "dns", "--cluster", "r", "--out", t.TempDir()}, &stderr)).To(Equal(importer.Whole), stderr.String())
+	stderr.Reset()
+	g.Expect(runImport([]string{"--root", t.TempDir(), "--namespace", "dns", "--cluster", "r", "--out", t.TempDir()}, &stderr)).To(Equal(importer.Failed))
+	g.Expect(stderr.String()).To(ContainSubstring("named.conf: no such file or directory"))
+	stderr.Reset()
+	g.Expect(runImport([]string{"--root", fixture("server")}, &stderr)).To(Equal(importer.Failed))
+	g.Expect(stderr.String()).To(ContainSubstring("--namespace, --cluster and --out are required"))
+}
+
+func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
