@@ -84,9 +84,10 @@ images: tools ## Build the operator and BIND images of VERSION with buildah and 
 	hack/build-images.sh $(CURDIR)/bin/images
 
 .PHONY: release
-release: images ## Build release VERSION=vX.Y.Z: both images, dist/crds.yaml, install.yaml, install-cert-manager.yaml and the Helm chart.
+release: images ## Build release VERSION=vX.Y.Z: both images, dist/crds.yaml, install.yaml, install-cert-manager.yaml, the Helm chart and the binaries.
 	hack/release.sh manifests $(VERSION) $(CURDIR)/dist
 	hack/release.sh chart $(VERSION) $(CURDIR)/dist
+	hack/release.sh binaries $(VERSION) $(CURDIR)/dist
 
 .PHONY: deploy
 # TLS=certManager installs the cert-manager variant (cert-manager must be there).

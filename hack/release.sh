@@ -5,6 +5,9 @@
 #   dist/install.yaml                 the operator, self-managed webhook TLS
 #   dist/install-cert-manager.yaml    the operator, webhook TLS from cert-manager
 #   dist/bind-operator-X.Y.Z.tgz      the Helm chart (charts/bind-operator)
+#   dist/bind-operator-vX.Y.Z-linux-{amd64,arm64} and .sha256
+#                                     the binary (`bind-operator import`
+#                                     runs where the old server's files are)
 #
 # The install files are config/default-selfmanaged and config/default with
 # the images of this version set, and --agent-image and --bind-image
@@ -13,7 +16,7 @@
 # `kubectl delete -f install.yaml` (or a GitOps prune of it) never deletes
 # a zone or a record.
 #
-# usage: hack/release.sh manifests|chart VERSION OUTDIR
+# usage: hack/release.sh manifests|chart|binaries VERSION OUTDIR
 #   IMG       the operator image (default $REGISTRY/bind-operator:VERSION)
 #   BIND_IMG  the BIND image (default $REGISTRY/bind-operator-bind9:VERSION)
 #   REGISTRY  default git.unkin.net/unkin
@@ -23,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-what=${1:?usage: hack/release.sh manifests|chart VERSION OUTDIR}
+what=${1:?usage: hack/release.sh manifests|chart|binaries VERSION OUTDIR}
 version=${2:?missing VERSION (vX.Y.Z)}
 out=$(mkdir -p "${3:?missing OUTDIR}" && cd "$3" && pwd)
 case "$version" in
@@ -128,8 +131,27 @@ chart() {
   echo "release: $out/bind-operator-${version#v}.tgz" >&2
 }
 
+# binaries: the one binary for Linux on both architectures the images are
+# built for, stamped with the version and the default images as `make
+# build` stamps it, and their SHA-256 sums.
+binaries() {
+  local pkg=git.unkin.net/unkin/bind-operator/internal/version commit platform goos goarch name
+  commit=${COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || true)}
+  for platform in linux/amd64 linux/arm64; do
+    goos=${platform%/*} goarch=${platform#*/}
+    name=bind-operator-$version-$goos-$goarch
+    CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch go build -trimpath \
+      -ldflags "-s -w -X $pkg.version=$version -X $pkg.commit=$commit -X $pkg.repository=$REGISTRY" \
+      -o "$out/$name.tmp" ./cmd
+    mv "$out/$name.tmp" "$out/$name"
+  done
+  (cd "$out" && sha256sum "bind-operator-$version"-linux-* >"bind-operator-$version.sha256")
+  echo "release: $out/bind-operator-$version-linux-{amd64,arm64}, bind-operator-$version.sha256" >&2
+}
+
 case "$what" in
   manifests) manifests ;;
   chart) chart ;;
-  *) echo "unknown step $what (manifests, chart)" >&2; exit 2 ;;
+  binaries) binaries ;;
+  *) echo "unknown step $what (manifests, chart, binaries)" >&2; exit 2 ;;
 esac
