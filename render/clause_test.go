@@ -12,7 +12,8 @@ import (
 // key picks the zone's view and may update and transfer it; the operator's
 // key (the view's, else K) may update anything and the update key is
 // judged by the agent's owners socket; the update key transfers only when
-// the zone says so, and then on the secondaries too.
+// the zone says so, and then on the secondaries too, as does whom the
+// zone's allowTransfer names.
 func TestClauseKeys(t *testing.T) {
 	c := cluster(bindv1alpha1.ModeAuthoritative)
 	c.Spec.TransferKeyRef = ref("transfer")
@@ -44,6 +45,15 @@ func TestClauseKeys(t *testing.T) {
 		{"update key transfers", nil, zone("", true),
 			`{ type primary; file "/var/lib/bind/zones/_default/example.com.db"; update-policy { grant "transfer" zonesub "ANY"; grant "local:owners.sock" external "example.com." "ANY"; }; allow-transfer { key "transfer"; key "updates"; }; };`,
 			`{ type secondary; file "/var/lib/bind/secondary/_default/example.com.db"; primaries { 198.19.10.53 key "transfer"; }; allow-transfer { key "updates"; }; };`, false},
+		// Who the zone lets transfer it may do so from any pod: clients
+		// of the query Service reach the secondaries too.
+		{"allowTransfer", nil, func() *bindv1alpha1.BindZone {
+			z := zone("", true)
+			z.Spec.AllowTransfer = []bindv1alpha1.AddressMatchElement{{KeyRef: "transfer"}, {Address: "192.0.2.0/24"}}
+			return z
+		}(),
+			`{ type primary; file "/var/lib/bind/zones/_default/example.com.db"; update-policy { grant "transfer" zonesub "ANY"; grant "local:owners.sock" external "example.com." "ANY"; }; allow-transfer { key "transfer"; key "updates"; key "transfer"; 192.0.2.0/24; }; };`,
+			`{ type secondary; file "/var/lib/bind/secondary/_default/example.com.db"; primaries { 198.19.10.53 key "transfer"; }; allow-transfer { key "updates"; key "transfer"; 192.0.2.0/24; }; };`, false},
 		{"in a view", []bindv1alpha1.BindView{inside}, zone("inside", false),
 			`{ type primary; file "/var/lib/bind/zones/inside/example.com.db"; update-policy { grant "bind-operator-view-inside" zonesub "ANY"; grant "local:owners.sock" external "example.com." "ANY"; }; allow-transfer { key "bind-operator-view-inside"; }; };`,
 			`{ type secondary; file "/var/lib/bind/secondary/inside/example.com.db"; primaries { 198.19.10.53 key "bind-operator-view-inside"; }; };`, false},

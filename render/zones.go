@@ -243,12 +243,21 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		add("type secondary;")
 		add("file %q;", m.paths.SecondaryZoneFile(v.name, name))
 		add("primaries { %s; };", m.primaryServer(key))
+		// Clients that transfer the zone through the query Service reach
+		// any pod: a secondary allows whom the primary allows, besides the
+		// cluster's own transfer key.
+		var xfr []string
 		if k, ok, err := m.updateKeyTransfer(what, zone); err != nil {
 			return "", err
 		} else if ok {
-			// Clients that list the zone through the query Service reach
-			// any pod.
-			add(`allow-transfer { key "%s"; };`, k)
+			xfr = append(xfr, `key "`+k+`"`)
+		}
+		user, err := m.matchList(what+" spec.allowTransfer", zone.Spec.AllowTransfer)
+		if err != nil {
+			return "", err
+		}
+		if xfr = append(xfr, user...); len(xfr) > 0 {
+			add("allow-transfer { %s; };", strings.Join(xfr, "; "))
 		}
 	default:
 		return "", fmt.Errorf("unknown zone role %d", r)

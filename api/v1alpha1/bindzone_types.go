@@ -103,7 +103,8 @@ type BindZoneSpec struct {
 	AllowUpdateKeyTransfer bool `json:"allowUpdateKeyTransfer,omitempty"` //nolint:kubeapilinter // unset is false, the default: nothing fills it, so an explicit false is never replaced
 
 	// allowTransfer lists who may transfer the zone besides the cluster's
-	// own secondaries, which always may (keyed).
+	// own secondaries, which always may (keyed). Every pod allows them, the
+	// secondaries too: clients of the query Service reach any pod.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
