@@ -128,3 +128,25 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestZoneFileIncludesRelativeToWorkdir: named resolves a relative
+// $INCLUDE against its working directory, not the including file's.
+func TestZoneFileIncludesRelativeToWorkdir(t *testing.T) {
+	g := NewWithT(t)
+	root := writeTree(t, map[string]string{
+		"srv/zones/db.a":  "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n$INCLUDE zones/inc.a\n$include \"zones/inc.b\" sub.a.example.\n",
+		"srv/zones/inc.a": "x A 192.0.2.1\n$INCLUDE zones/inc.c\n",
+		"srv/zones/inc.b": "y A 192.0.2.2\n",
+		"srv/zones/inc.c": "z A 192.0.2.3\n",
+		"zones/inc.a":     "wrong A 192.0.2.9\n",
+	})
+	data, err := ReadZoneFile(root, "/srv", "zones/db.a", "a.example")
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, r := range data.Records {
+		names = append(names, r.RR.Header().Name)
+	}
+	g.Expect(names).To(Equal([]string{"x.a.example.", "z.a.example.", "y.sub.a.example."}))
+	g.Expect(rewriteInclude([]byte("$INCLUDE /abs/f\n"), "/srv")).To(Equal([]byte("$INCLUDE /abs/f\n")))
+	g.Expect(rewriteInclude([]byte("$INCLUDEX f\n"), "/srv")).To(Equal([]byte("$INCLUDEX f\n")))
+}

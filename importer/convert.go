@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/quota"
 	"git.unkin.net/unkin/bind-operator/webhooks"
 )
 
@@ -736,16 +738,16 @@ func (c *converter) remoteServers(s *Statement) ([]v1.RemoteServer, string) {
 // and neither does the import.
 func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 	file := o.Arg(0)
-	if c.directory != "" && !strings.HasPrefix(file, "/") {
-		file = strings.TrimSuffix(c.directory, "/") + "/" + file
-	}
 	origin := string(z.Spec.ZoneName)
-	data, err := ReadZoneFile(c.opts.Root, file, origin)
+	data, err := ReadZoneFile(c.opts.Root, c.directory, file, origin)
 	if err != nil {
 		c.res.Report.omit(o.Pos, "zone "+origin, "its zone file cannot be read, so named does not serve it either: %v", err)
 		return false
 	}
 	soa := data.SOA
+	// The SOA's TTL is the file's $TTL where it sets one: the zone's
+	// default for what sets none (the seed's NS and the SOA itself).
+	z.Spec.DefaultTTL = ptr.To(v1.TTL(min(soa.Hdr.Ttl, 1<<31-1)))
 	z.Spec.SOA = &v1.SOASpec{
 		PrimaryNameServer: v1.DomainName(strings.TrimSuffix(soa.Ns, ".")),
 		ResponsiblePerson: v1.DomainName(strings.TrimSuffix(soa.Mbox, ".")),
@@ -797,6 +799,10 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 	for _, k := range order {
 		z.Spec.Records = append(z.Spec.Records, *sets[k])
 	}
+	if n, size := len(z.Spec.Records), specBytes(z.Spec); n > int(quota.DefaultZoneRecords) || size > maxZoneObjectBytes {
+		c.res.Report.omit(o.Pos, "zone "+origin, "its %d record sets (%d bytes) are more than one BindZone holds (%d sets, %d bytes): the zone is not imported; import it in parts, or wait for imports by transfer", n, size, quota.DefaultZoneRecords, maxZoneObjectBytes)
+		return false
+	}
 	// named loads a zone whose SOA MNAME lies inside it without an
 	// address; the operator does not, since the MNAME is also the NS of
 	// the zone's seed.
@@ -818,6 +824,16 @@ func (p Pos) in(file string) Pos {
 		p.File = file
 	}
 	return p
+}
+
+// maxZoneObjectBytes bounds an emitted BindZone's spec: etcd stores at
+// most 1.5 MiB per object, and server-side apply's managedFields repeat
+// every record set's key beside it.
+const maxZoneObjectBytes = 512 << 10
+
+func specBytes(spec v1.BindZoneSpec) int {
+	b, _ := json.Marshal(spec)
+	return len(b)
 }
 
 // dnssecTypes are made by a signer; a BindDNSSECPolicy signs anew.

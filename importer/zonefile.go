@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bufio"
 	"fmt"
 	"io/fs"
 	"os"
@@ -26,24 +27,19 @@ type PosRR struct {
 }
 
 // ReadZoneFile parses a zone file as named would load it for origin:
-// $ORIGIN, $TTL, $INCLUDE (paths resolved inside root, as named.conf's)
-// and $GENERATE, relative names, and every record type the DNS library
-// knows (unknown types in RFC 3597 form too). name is the path as
-// named.conf gives it; errors carry file:line.
-func ReadZoneFile(root, name, origin string) (*ZoneData, error) {
+// $ORIGIN, $TTL, $INCLUDE and $GENERATE, relative names, and every record
+// type the DNS library knows (unknown types in RFC 3597 form too). name is
+// the path as named.conf gives it, workdir named's working directory (its
+// options { directory }), both as the server sees them; errors carry
+// file:line.
+func ReadZoneFile(root, workdir, name, origin string) (*ZoneData, error) {
 	// Every path, $INCLUDE's too, is opened inside root: a zone file can
-	// name no file outside the server's copy. A relative $INCLUDE is
-	// relative to the including file (named's is relative to its working
-	// directory, which is where zone files usually are).
-	fsys := os.DirFS(root)
+	// name no file outside the server's copy.
+	fsys := includeFS{root: os.DirFS(root), workdir: path.Clean("/" + workdir)}
+	if !path.IsAbs(name) {
+		name = path.Join(fsys.workdir, name) // named's "file" is relative to its directory
+	}
 	name = path.Clean("/" + name)
-	st, err := fs.Stat(fsys, name[1:])
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > maxZoneFileBytes {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d this reads", name, st.Size(), maxZoneFileBytes)
-	}
 	f, err := fsys.Open(name[1:])
 	if err != nil {
 		return nil, err
@@ -80,4 +76,83 @@ func ReadZoneFile(root, name, origin string) (*ZoneData, error) {
 // text after its owner, TTL, class and type.
 func Presentation(rr dns.RR) string {
 	return strings.TrimSpace(strings.TrimPrefix(rr.String(), rr.Header().String()))
+}
+
+// includeFS opens zone files inside root, bounded in size, with every
+// relative $INCLUDE made absolute against named's working directory:
+// named resolves it there, the DNS library against the including file.
+type includeFS struct {
+	root    fs.FS
+	workdir string
+}
+
+func (i includeFS) Open(name string) (fs.File, error) {
+	f, err := i.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if st.Size() > maxZoneFileBytes {
+		_ = f.Close()
+		return nil, fmt.Errorf("/%s: %d bytes, more than the %d this reads", name, st.Size(), maxZoneFileBytes)
+	}
+	return &includeFile{File: f, r: bufio.NewReader(f), workdir: i.workdir}, nil
+}
+
+// includeFile reads a zone file line by line, rewriting relative $INCLUDE
+// lines.
+type includeFile struct {
+	fs.File
+	r       *bufio.Reader
+	workdir string
+	pending []byte
+}
+
+func (f *includeFile) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 {
+		line, err := f.r.ReadBytes('\n')
+		f.pending = rewriteInclude(line, f.workdir)
+		if err != nil {
+			if len(f.pending) > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, f.pending)
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+// rewriteInclude makes the file of an "$INCLUDE file [origin]" line
+// absolute against workdir; other lines are returned as they are.
+func rewriteInclude(line []byte, workdir string) []byte {
+	const directive = "$include"
+	if len(line) <= len(directive) || !strings.EqualFold(string(line[:len(directive)]), directive) || (line[len(directive)] != ' ' && line[len(directive)] != '\t') {
+		return line
+	}
+	rest := strings.TrimLeft(string(line[len(directive):]), " \t")
+	quoted := strings.HasPrefix(rest, `"`)
+	var file, tail string
+	if quoted {
+		end := strings.IndexByte(rest[1:], '"')
+		if end < 0 {
+			return line
+		}
+		file, tail = rest[1:end+1], rest[end+2:]
+	} else {
+		end := strings.IndexAny(rest, " \t\r\n;")
+		if end < 0 {
+			end = len(rest)
+		}
+		file, tail = rest[:end], rest[end:]
+	}
+	if file == "" || path.IsAbs(file) {
+		return line
+	}
+	return []byte("$INCLUDE " + path.Join(workdir, file) + tail)
 }
