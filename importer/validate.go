@@ -21,6 +21,12 @@ import (
 // applied by the API server: `kubectl apply --dry-run=server`.
 func Validate(objs []client.Object) []error {
 	ctx := context.Background()
+	zones := map[client.ObjectKey]*v1.BindZone{}
+	for _, o := range objs {
+		if z, ok := o.(*v1.BindZone); ok {
+			zones[client.ObjectKeyFromObject(z)] = z
+		}
+	}
 	var out []error
 	for _, o := range objs {
 		o = o.DeepCopyObject().(client.Object)
@@ -47,6 +53,28 @@ func Validate(objs []client.Object) []error {
 		case *v1.BindACL:
 			_ = (&webhooks.BindACLWebhook{}).Default(ctx, x)
 			errs = append(errs, webhooks.ValidateBindACLSpec(x.Name, &x.Spec, spec)...)
+		case *v1.BindCatalogZone:
+			_ = (&webhooks.BindCatalogZoneWebhook{}).Default(ctx, x)
+			errs = append(errs, webhooks.ValidateBindCatalogZoneSpec(&x.Spec, spec)...)
+		case *v1.BindPolicy:
+			_ = (&webhooks.BindPolicyWebhook{}).Default(ctx, x)
+			errs = append(errs, webhooks.ValidateBindPolicySpec(&x.Spec, spec)...)
+		case *v1.BindDNSSECPolicy:
+			_ = (&webhooks.BindDNSSECPolicyWebhook{}).Default(ctx, x)
+			errs = append(errs, webhooks.ValidateBindDNSSECPolicySpec(&x.Spec, spec)...)
+		case *v1.DNSRecord:
+			// The zone's name when the zone is among the objects; else the
+			// data's syntax alone (the API server checks the rest).
+			zoneName := ""
+			ns := x.Spec.ZoneRef.Namespace
+			if ns == "" {
+				ns = x.Namespace
+			}
+			if z := zones[client.ObjectKey{Namespace: ns, Name: x.Spec.ZoneRef.Name}]; z != nil {
+				zoneName = string(z.Spec.ZoneName)
+				x.SetDefaults(z)
+			}
+			errs = append(errs, webhooks.ValidateDNSRecordSpec(&x.Spec, zoneName, spec)...)
 		default:
 			errs = append(errs, field.InternalError(nil, fmt.Errorf("the importer emitted a %T, which it cannot validate", o)))
 		}

@@ -1,0 +1,442 @@
+package importer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+)
+
+// This file converts manifests written for the operator this project
+// descends from (same group and version, other shapes) into this API:
+// string references ("clusterRef: r") become objects ({name: r}), string
+// lists of address_match_list elements, forwarders and primaries become
+// structured elements, lowercase zone types are capitalised, a zone's
+// dynamicUpdate decides whether its updateKeyRef stays, and a key's
+// clusterRef goes (keys belong to their namespace). Whatever this API has
+// no field for is reported and left out; what remains is decoded strictly.
+
+// refFields are the references the old API wrote as bare names.
+var refFields = []string{"clusterRef", "transferKeyRef", "updateKeyRef", "dnssecPolicyRef", "catalogZoneRef", "viewRef", "zoneRef"}
+
+// matchListFields are the address_match_list fields, wherever they are.
+var matchListFields = []string{"allowTransfer", "allowQuery", "matchClients", "matchDestinations", "allowRecursion", "entries"}
+
+// maxDecodeRounds bounds the unknown-field removals of one object.
+const maxDecodeRounds = 64
+
+// ConvertManifests converts every document of data (YAML, "---"
+// separated; file names it in the report). Documents of other API groups
+// are reported and left out.
+func ConvertManifests(file string, data []byte) (*Result, error) {
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for doc := 1; ; doc++ {
+		raw, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		m := &manifest{file: file, doc: doc, obj: obj, report: &res.Report}
+		if o := m.convert(scheme); o != nil {
+			res.Objects = append(res.Objects, o)
+		}
+	}
+	return res, nil
+}
+
+type manifest struct {
+	file   string
+	doc    int
+	obj    map[string]any
+	report *Report
+}
+
+func (m *manifest) name() string {
+	md, _ := m.obj["metadata"].(map[string]any)
+	kind, _ := m.obj["kind"].(string)
+	name, _ := md["name"].(string)
+	return kind + " " + name
+}
+
+func (m *manifest) pos() Pos { return Pos{File: fmt.Sprintf("%s#%d", m.file, m.doc)} }
+
+func (m *manifest) omit(what, why string, args ...any) {
+	m.report.omit(m.pos(), m.name()+": "+what, why, args...)
+}
+
+func (m *manifest) replace(what, why string, args ...any) {
+	m.report.replace(m.pos(), m.name()+": "+what, why, args...)
+}
+
+func (m *manifest) convert(scheme *runtime.Scheme) client.Object {
+	apiVersion, _ := m.obj["apiVersion"].(string)
+	kind, _ := m.obj["kind"].(string)
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+	if gvk.GroupVersion() != v1.GroupVersion || !scheme.Recognizes(gvk) {
+		m.omit("the object", "it is not one of this API's kinds (%s): apply it as it is if you still need it", v1.GroupVersion)
+		return nil
+	}
+	// What the API server wrote: a stored object exported with
+	// `kubectl get -o yaml` carries it.
+	delete(m.obj, "status")
+	if md, ok := m.obj["metadata"].(map[string]any); ok {
+		for _, k := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "finalizers", "ownerReferences"} {
+			delete(md, k)
+		}
+		if a, ok := md["annotations"].(map[string]any); ok {
+			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+		}
+	}
+	spec, _ := m.obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+		m.obj["spec"] = spec
+	}
+	m.refs(spec)
+	m.lists(spec)
+	m.enums(spec)
+	switch kind {
+	case "BindTSIGKey":
+		if _, ok := spec["clusterRef"]; ok {
+			delete(spec, "clusterRef")
+			m.replace("spec.clusterRef", "a key belongs to its namespace: the clusters that use it name it")
+		}
+	case "BindZone":
+		m.zone(spec)
+	case "DNSRecord":
+		if t, ok := spec["type"].(string); ok {
+			spec["type"] = strings.ToUpper(t)
+		}
+	}
+	return m.decode(scheme, gvk)
+}
+
+// titleEnums are enum fields the old API wrote in lowercase.
+var titleEnums = []string{"mode", "forwardPolicy", "dnssecValidation"}
+
+// enums capitalises them, at any depth ("authoritative" → "Authoritative").
+func (m *manifest) enums(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if s, ok := c.(string); ok && s != "" && contains(titleEnums, k) {
+				x[k] = strings.ToUpper(s[:1]) + strings.ToLower(s[1:])
+				continue
+			}
+			m.enums(c)
+		}
+	case []any:
+		for _, c := range x {
+			m.enums(c)
+		}
+	}
+}
+
+// refs turns bare-name references into {name: ...}, at any depth.
+func (m *manifest) refs(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, f := range refFields {
+			if s, ok := x[f].(string); ok {
+				x[f] = map[string]any{"name": s}
+			}
+		}
+		for _, c := range x {
+			m.refs(c)
+		}
+	case []any:
+		for _, c := range x {
+			m.refs(c)
+		}
+	}
+}
+
+// lists converts string lists into this API's elements, at any depth.
+func (m *manifest) lists(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			items, ok := strings_(c)
+			switch {
+			case !ok:
+				m.lists(c)
+			case contains(matchListFields, k):
+				x[k] = m.elements(k, items)
+			case k == "forwarders":
+				x[k] = m.servers(k, items, false)
+			case k == "primaries" || k == "masters" || k == "defaultPrimaries":
+				x[k] = m.servers(k, items, true)
+			}
+		}
+		if ps, ok := x["masters"]; ok {
+			delete(x, "masters")
+			x["primaries"] = ps
+		}
+	case []any:
+		for _, c := range x {
+			m.lists(c)
+		}
+	}
+}
+
+// strings_ is the list's items when it is a non-empty list of strings.
+func strings_(v any) ([]string, bool) {
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 {
+		return nil, false
+	}
+	out := make([]string, len(l))
+	for i, e := range l {
+		s, ok := e.(string)
+		if !ok {
+			return nil, false
+		}
+		out[i] = s
+	}
+	return out, true
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// words lexes one element as named.conf would ("! key \"k\"" is three).
+func words(s string) []Word {
+	toks, err := lexConf("", strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), ";")))
+	if err != nil {
+		return nil
+	}
+	out := make([]Word, 0, len(toks))
+	for _, t := range toks {
+		out = append(out, Word{t.text, t.quoted})
+	}
+	return out
+}
+
+// elements converts address_match_list strings. Names that are neither
+// addresses nor built-ins are ACLs, as named reads them.
+func (m *manifest) elements(field string, items []string) []any {
+	out := make([]any, 0, len(items))
+	for _, it := range items {
+		w := words(it)
+		el := map[string]any{}
+		if len(w) > 0 && w[0].Text == "!" && !w[0].Quoted {
+			el["negate"] = true
+			w = w[1:]
+		}
+		switch {
+		case len(w) == 2 && strings.EqualFold(w[0].Text, "key"):
+			el["keyRef"] = w[1].Text
+		case len(w) == 1:
+			x := w[0].Text
+			if contains([]string{"any", "none", "localhost", "localnets"}, strings.ToLower(x)) {
+				el["builtin"] = strings.ToLower(x)
+			} else if a, ok := address(x); ok {
+				el["address"] = a
+			} else {
+				el["aclRef"] = x
+			}
+		default:
+			m.omit(fmt.Sprintf("%s %q", field, it), "the element is not an address, a prefix, a key, a built-in or an ACL name: the list is imported without it")
+			continue
+		}
+		out = append(out, el)
+	}
+	return out
+}
+
+// portOrKey are the words a server string may have after its address
+// ("192.0.2.1 port 5353 key k").
+var portOrKey = regexp.MustCompile(`^(?i:port|key)$`)
+
+// servers converts forwarder or primary strings.
+func (m *manifest) servers(field string, items []string, keyed bool) []any {
+	out := make([]any, 0, len(items))
+	for _, it := range items {
+		w := words(it)
+		if len(w) == 0 {
+			continue
+		}
+		a, err := netip.ParseAddr(w[0].Text)
+		if err != nil {
+			m.omit(fmt.Sprintf("%s %q", field, it), "not an address: the list is imported without it")
+			continue
+		}
+		s := map[string]any{"address": a.String()}
+		ok := true
+		for rest := w[1:]; len(rest) > 0; rest = rest[2:] {
+			if len(rest) < 2 || !portOrKey.MatchString(rest[0].Text) {
+				ok = false
+				break
+			}
+			if strings.EqualFold(rest[0].Text, "port") {
+				p, why := portArg(rest[:2])
+				if why != "" {
+					ok = false
+					break
+				}
+				s["port"] = int64(*p)
+			} else {
+				if !keyed {
+					ok = false
+					break
+				}
+				s["keyRef"] = map[string]any{"name": rest[1].Text}
+			}
+		}
+		if !ok {
+			m.omit(fmt.Sprintf("%s %q", field, it), "only an address, a port and (for primaries) a key are imported: the list is imported without it")
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// zone: the type's case, and dynamicUpdate.
+func (m *manifest) zone(spec map[string]any) {
+	if t, ok := spec["type"].(string); ok {
+		switch strings.ToLower(t) {
+		case "primary", "master":
+			spec["type"] = string(v1.ZonePrimary)
+		case "secondary", "slave":
+			spec["type"] = string(v1.ZoneSecondary)
+		case "forward":
+			spec["type"] = string(v1.ZoneForward)
+		case "stub":
+			spec["type"] = string(v1.ZoneStub)
+		}
+	}
+	du, has := spec["dynamicUpdate"]
+	if !has {
+		return
+	}
+	delete(spec, "dynamicUpdate")
+	if on, _ := du.(bool); on {
+		if _, ok := spec["updateKeyRef"]; !ok {
+			m.omit("spec.dynamicUpdate", "updates were on without an update key; this API takes signed updates only: set spec.updateKeyRef to a BindTSIGKey")
+		} else {
+			m.replace("spec.dynamicUpdate", "spec.updateKeyRef alone allows the key's updates")
+		}
+		return
+	}
+	if _, ok := spec["updateKeyRef"]; ok {
+		delete(spec, "updateKeyRef")
+		m.replace("spec.updateKeyRef", "updates were off (dynamicUpdate: false), and an updateKeyRef would allow them: left out")
+	}
+}
+
+// unknownField is sigs.k8s.io/json's strict error for a field the type
+// does not have.
+var unknownField = regexp.MustCompile(`^unknown field "([^"]+)"$`)
+
+// decode decodes the converted object strictly into its type, leaving out
+// (and reporting) each field the type does not have.
+func (m *manifest) decode(scheme *runtime.Scheme, gvk schema.GroupVersionKind) client.Object {
+	for range maxDecodeRounds {
+		raw, err := yaml.Marshal(m.obj)
+		if err != nil {
+			m.omit("the object", "%v", err)
+			return nil
+		}
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			m.omit("the object", "%v", err)
+			return nil
+		}
+		ro, err := scheme.New(gvk)
+		if err != nil {
+			m.omit("the object", "%v", err)
+			return nil
+		}
+		strict, err := sigsjson.UnmarshalStrict(js, ro, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		if err != nil {
+			m.omit("the object", "it does not fit this API's %s: %v", gvk.Kind, err)
+			return nil
+		}
+		removed := false
+		for _, e := range strict {
+			f := unknownField.FindStringSubmatch(e.Error())
+			if f == nil {
+				m.omit("the object", "it does not fit this API's %s: %v", gvk.Kind, e)
+				return nil
+			}
+			if deletePath(m.obj, f[1]) {
+				m.omit(f[1], "this API's %s has no such field", gvk.Kind)
+				removed = true
+			}
+		}
+		if !removed {
+			o := ro.(client.Object)
+			o.GetObjectKind().SetGroupVersionKind(gvk)
+			return o
+		}
+	}
+	m.omit("the object", "too many fields this API does not have")
+	return nil
+}
+
+// deletePath removes a dotted path ("spec.foo", "spec.items[2].bar").
+func deletePath(obj map[string]any, p string) bool {
+	parts := strings.Split(p, ".")
+	var cur any = obj
+	for i, part := range parts {
+		idx := -1
+		if j := strings.IndexByte(part, '['); j >= 0 && strings.HasSuffix(part, "]") {
+			if _, err := fmt.Sscanf(part[j:], "[%d]", &idx); err != nil {
+				return false
+			}
+			part = part[:j]
+		}
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		if i == len(parts)-1 && idx < 0 {
+			_, had := mm[part]
+			delete(mm, part)
+			return had
+		}
+		cur = mm[part]
+		if idx >= 0 {
+			l, ok := cur.([]any)
+			if !ok || idx >= len(l) {
+				return false
+			}
+			cur = l[idx]
+		}
+	}
+	return false
+}
