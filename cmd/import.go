@@ -23,7 +23,9 @@ const (
 
 // runImport is `bind-operator import`: it reads an existing BIND's
 // named.conf (and what it includes, its zone files and keys) and writes
-// the objects that serve the same zones (docs/migrating.md). The key
+// the objects that serve the same zones, or, with --manifests, converts
+// manifests written for the operator this project descends from
+// (docs/migrating.md). The key
 // material goes only into secrets.yaml, mode 0600, never to the terminal.
 // The outcome is the exit status: 0 imported whole, 3 imported with
 // omissions (each one on stderr as file:line: what: why), 1 failed
@@ -37,6 +39,11 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	fs.StringVar(&opts.Namespace, "namespace", "", "the namespace of the objects (required)")
 	fs.StringVar(&opts.Cluster, "cluster", "", "the name of the BindCluster that serves the zones (required)")
 	out := fs.String("out", "", "the folder to write "+importObjectsFile+" and "+importSecretsFile+" into (required)")
+	var manifests []string
+	fs.Func("manifests", "convert this file of manifests written for the operator this project descends from, instead of reading a named.conf (repeatable)", func(v string) error {
+		manifests = append(manifests, v)
+		return nil
+	})
 	validate := fs.Bool("validate", false, "run every emitted object through the admission rules that need no API server, and fail on a refusal")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -51,10 +58,18 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	switch {
 	case fs.NArg() > 0:
 		return fail("unexpected arguments %q", fs.Args())
-	case opts.Namespace == "" || opts.Cluster == "" || *out == "":
-		return fail("--namespace, --cluster and --out are required")
+	case *out == "":
+		return fail("--out is required")
+	case len(manifests) == 0 && (opts.Namespace == "" || opts.Cluster == ""):
+		return fail("--namespace and --cluster are required (or --manifests)")
 	}
-	res, err := importer.Import(opts)
+	var res *importer.Result
+	var err error
+	if len(manifests) > 0 {
+		res, err = convertManifests(manifests, opts.Namespace)
+	} else {
+		res, err = importer.Import(opts)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -95,6 +110,30 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	_, _ = fmt.Fprintf(stderr, "wrote %d objects to %s and %d Secrets to %s (mode 0600): apply the Secrets first\n",
 		len(res.Objects), filepath.Join(*out, importObjectsFile), len(res.Secrets), sp)
 	return res.Report.Outcome()
+}
+
+// convertManifests converts each file; objects without a namespace get
+// namespace when it is set.
+func convertManifests(files []string, namespace string) (*importer.Result, error) {
+	all := &importer.Result{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		res, err := importer.ConvertManifests(f, data)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range res.Objects {
+			if o.GetNamespace() == "" && namespace != "" {
+				o.SetNamespace(namespace)
+			}
+		}
+		all.Objects = append(all.Objects, res.Objects...)
+		all.Report.Findings = append(all.Report.Findings, res.Report.Findings...)
+	}
+	return all, nil
 }
 
 // writeYAML writes one document, without the empty status, the empty

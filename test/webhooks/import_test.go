@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -13,7 +14,8 @@ import (
 // TestImportedObjectsAdmitted (issue 46 item 3): what `bind-operator
 // import` emits for each server of importer/testdata (an authoritative
 // one with views, ACLs, keys, primary and secondary zones; a resolver with
-// forward and stub zones) is created through the real API server and webhooks — the
+// forward and stub zones), and what it converts from the predecessor's
+// manifests (--manifests), is created through the real API server and webhooks — the
 // CRDs' schema and CEL rules, the cross-object checks, the imported keys'
 // Secret access check and named-checkconf on the cluster's render — and
 // none of it is refused: a refusal is an importer bug.
@@ -32,11 +34,29 @@ func TestImportedObjectsAdmitted(t *testing.T) {
 			for _, s := range res.Secrets {
 				testkit.Must(t, k8sClient.Create(ctx, s))
 			}
-			for _, o := range res.Objects {
-				if err := k8sClient.Create(ctx, o, client.FieldValidation("Strict")); err != nil {
-					t.Errorf("%s %s refused: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
-				}
-			}
+			createAll(t, res.Objects)
 		})
+	}
+	// The predecessor's manifests, converted (--manifests).
+	t.Run("seed manifests", func(t *testing.T) {
+		t.Parallel()
+		ns := exampleNamespace(t)
+		data, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "importer", "testdata", "seed", "manifests.yaml"))
+		testkit.Must(t, err)
+		res, err := importer.ConvertManifests("manifests.yaml", data)
+		testkit.Must(t, err)
+		for _, o := range res.Objects {
+			o.SetNamespace(ns)
+		}
+		createAll(t, res.Objects)
+	})
+}
+
+func createAll(t *testing.T, objs []client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := k8sClient.Create(ctx, o, client.FieldValidation("Strict")); err != nil {
+			t.Errorf("%s %s refused: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
 	}
 }
