@@ -150,3 +150,30 @@ func TestZoneFileIncludesRelativeToWorkdir(t *testing.T) {
 	g.Expect(rewriteInclude([]byte("$INCLUDE /abs/f\n"), "/srv")).To(Equal([]byte("$INCLUDE /abs/f\n")))
 	g.Expect(rewriteInclude([]byte("$INCLUDEX f\n"), "/srv")).To(Equal([]byte("$INCLUDEX f\n")))
 }
+
+// TestZoneFileGenerateTakesTheDefaultTTL: named gives $GENERATE's records
+// the $TTL in effect (the DNS library alone gives them 3600), in an
+// included file too; an explicit TTL stays.
+func TestZoneFileGenerateTakesTheDefaultTTL(t *testing.T) {
+	g := NewWithT(t)
+	root := writeTree(t, map[string]string{
+		"db":  "$TTL 600\n@ SOA ns.example.net. hm 1 2 3 4 5\n$GENERATE 1-2 a$ A 192.0.2.$\n$GENERATE 1-1 b$ 1h IN A 192.0.2.9\n$TTL 2m\n$INCLUDE inc\n",
+		"inc": "$GENERATE 1-1 c$ A 192.0.2.7\n",
+	})
+	data, err := ReadZoneFile(root, "/", "db", "g.example")
+	g.Expect(err).NotTo(HaveOccurred())
+	ttls := map[string]uint32{}
+	for _, r := range data.Records {
+		ttls[r.RR.Header().Name] = r.RR.Header().Ttl
+	}
+	g.Expect(ttls).To(Equal(map[string]uint32{"a1.g.example.": 600, "a2.g.example.": 600, "b1.g.example.": 3600, "c1.g.example.": 120}))
+	for in, want := range map[string]uint32{"3600": 3600, "1h30m": 5400, "2W": 1209600, "1d1s": 86401} {
+		got, ok := parseTTL(in)
+		g.Expect(ok).To(BeTrue(), in)
+		g.Expect(got).To(Equal(want), in)
+	}
+	for _, in := range []string{"", "h", "IN", "1x", "99999999999"} {
+		_, ok := parseTTL(in)
+		g.Expect(ok).To(BeFalse(), in)
+	}
+}

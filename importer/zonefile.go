@@ -35,7 +35,7 @@ type PosRR struct {
 func ReadZoneFile(root, workdir, name, origin string) (*ZoneData, error) {
 	// Every path, $INCLUDE's too, is opened inside root: a zone file can
 	// name no file outside the server's copy.
-	fsys := includeFS{root: os.DirFS(root), workdir: path.Clean("/" + workdir)}
+	fsys := includeFS{root: os.DirFS(root), workdir: path.Clean("/" + workdir), ttls: map[string]uint32{}}
 	if !path.IsAbs(name) {
 		name = path.Join(fsys.workdir, name) // named's "file" is relative to its directory
 	}
@@ -78,12 +78,21 @@ func Presentation(rr dns.RR) string {
 	return strings.TrimSpace(strings.TrimPrefix(rr.String(), rr.Header().String()))
 }
 
-// includeFS opens zone files inside root, bounded in size, with every
-// relative $INCLUDE made absolute against named's working directory:
-// named resolves it there, the DNS library against the including file.
+// includeFS opens zone files inside root, bounded in size, and rewrites
+// two directives on the way to the DNS library so it reads them as named
+// does:
+//
+//   - a relative $INCLUDE is made absolute against named's working
+//     directory (named resolves it there, the library against the
+//     including file);
+//   - a $GENERATE without a TTL gets the $TTL in effect (the library gives
+//     its generated records 3600, named the zone's default TTL).
 type includeFS struct {
 	root    fs.FS
 	workdir string
+	// ttls is the $TTL in effect at each $INCLUDE line, by the path it
+	// opens: an included file starts with its includer's default.
+	ttls map[string]uint32
 }
 
 func (i includeFS) Open(name string) (fs.File, error) {
@@ -100,22 +109,26 @@ func (i includeFS) Open(name string) (fs.File, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("/%s: %d bytes, more than the %d this reads", name, st.Size(), maxZoneFileBytes)
 	}
-	return &includeFile{File: f, r: bufio.NewReader(f), workdir: i.workdir}, nil
+	zf := &zoneFile{File: f, r: bufio.NewReader(f), fs: i}
+	if ttl, ok := i.ttls["/"+strings.TrimLeft(name, "/")]; ok {
+		zf.ttl = &ttl
+	}
+	return zf, nil
 }
 
-// includeFile reads a zone file line by line, rewriting relative $INCLUDE
-// lines.
-type includeFile struct {
+// zoneFile reads a zone file line by line, rewriting directives.
+type zoneFile struct {
 	fs.File
 	r       *bufio.Reader
-	workdir string
+	fs      includeFS
+	ttl     *uint32 // the $TTL in effect, when known
 	pending []byte
 }
 
-func (f *includeFile) Read(p []byte) (int, error) {
+func (f *zoneFile) Read(p []byte) (int, error) {
 	for len(f.pending) == 0 {
 		line, err := f.r.ReadBytes('\n')
-		f.pending = rewriteInclude(line, f.workdir)
+		f.pending = f.rewrite(line)
 		if err != nil {
 			if len(f.pending) > 0 {
 				break
@@ -126,6 +139,36 @@ func (f *includeFile) Read(p []byte) (int, error) {
 	n := copy(p, f.pending)
 	f.pending = f.pending[n:]
 	return n, nil
+}
+
+// rewrite returns the line as the DNS library should read it.
+func (f *zoneFile) rewrite(line []byte) []byte {
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 {
+		return line
+	}
+	switch strings.ToUpper(fields[0]) {
+	case "$TTL":
+		if len(fields) > 1 {
+			if ttl, ok := parseTTL(fields[1]); ok {
+				f.ttl = &ttl
+			}
+		}
+	case "$INCLUDE":
+		out := rewriteInclude(line, f.fs.workdir)
+		if inc := strings.Fields(string(out)); len(inc) > 1 && f.ttl != nil {
+			f.fs.ttls[strings.Trim(inc[1], `"`)] = *f.ttl
+		}
+		return out
+	case "$GENERATE":
+		// $GENERATE range lhs [ttl] [class] type rhs
+		if len(fields) > 3 && f.ttl != nil {
+			if _, explicit := parseTTL(fields[3]); !explicit {
+				return []byte(fmt.Sprintf("$GENERATE %s %s %d %s\n", fields[1], fields[2], *f.ttl, strings.Join(fields[3:], " ")))
+			}
+		}
+	}
+	return line
 }
 
 // rewriteInclude makes the file of an "$INCLUDE file [origin]" line
@@ -155,4 +198,30 @@ func rewriteInclude(line []byte, workdir string) []byte {
 		return line
 	}
 	return []byte("$INCLUDE " + path.Join(workdir, file) + tail)
+}
+
+// parseTTL reads a TTL as zone files write it: seconds, or a sum of
+// numbers with the units w, d, h, m and s ("1h30m", "2W").
+func parseTTL(s string) (uint32, bool) {
+	var total, n uint64
+	digits := false
+	for _, c := range strings.ToLower(s) {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n*10 + uint64(c-'0')
+			digits = true
+		case strings.ContainsRune("wdhms", c) && digits:
+			total += n * map[rune]uint64{'w': 604800, 'd': 86400, 'h': 3600, 'm': 60, 's': 1}[c]
+			n, digits = 0, false
+		default:
+			return 0, false
+		}
+		if total+n > 1<<32-1 {
+			return 0, false
+		}
+	}
+	if s == "" {
+		return 0, false
+	}
+	return uint32(total + n), true
 }
