@@ -167,7 +167,7 @@ func (c *converter) run(stmts []*Statement) (*Result, error) {
 			order += 10
 			c.view(s, order)
 		case "zone":
-			c.zone(s, "")
+			c.zone(s, "", nil)
 		case "controls", "logging", "statistics-channels":
 			c.res.Report.replace(s.Pos, kw, "%s", operatorOwned[kw])
 		case "dnssec-policy":
@@ -530,7 +530,13 @@ func (c *converter) view(s *Statement, order int32) {
 		}
 		switch kw {
 		case "zone":
-			c.zone(o, m.Name)
+			c.zone(o, m.Name, s)
+		case "allow-transfer", "allow-query":
+			// The view's zones inherit it (zone()); checked here so a list
+			// that cannot be imported is reported once.
+			if _, why := c.matchList(o); why != "" {
+				c.res.Report.omit(o.Pos, what, "%s", why)
+			}
 		case "match-clients":
 			list(&v.Spec.MatchClients)
 		case "match-destinations":
@@ -555,8 +561,9 @@ func (c *converter) view(s *Statement, order int32) {
 	}
 }
 
-// zone converts one zone statement (in view viewObj, or at the top level).
-func (c *converter) zone(s *Statement, viewObj string) {
+// zone converts one zone statement (in view viewObj, whose statement is
+// view, or at the top level).
+func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 	name := strings.TrimSuffix(s.Arg(0), ".")
 	if name == "" {
 		name = "."
@@ -605,7 +612,7 @@ func (c *converter) zone(s *Statement, viewObj string) {
 		}
 	}
 	z.ObjectMeta = c.meta("BindZone", prefix+name)
-	inherited := false
+	ownTransfer, ownQuery := false, false
 	for _, o := range s.Block {
 		kw, ow := o.Keyword(), what+": "+o.Text()
 		switch kw {
@@ -633,13 +640,14 @@ func (c *converter) zone(s *Statement, viewObj string) {
 		case "forward":
 			z.Spec.ForwardPolicy = forwardPolicy(o.Arg(0))
 		case "allow-transfer":
-			inherited = true
+			ownTransfer = true
 			if l, why := c.matchList(o); why != "" {
 				c.res.Report.omit(o.Pos, ow, "%s", why)
 			} else {
 				z.Spec.AllowTransfer = l
 			}
 		case "allow-query":
+			ownQuery = true
 			if l, why := c.matchList(o); why != "" {
 				c.res.Report.omit(o.Pos, ow, "%s", why)
 			} else {
@@ -668,12 +676,25 @@ func (c *converter) zone(s *Statement, viewObj string) {
 			}
 		}
 	}
-	if !inherited && c.options != nil && z.Spec.Type == v1.ZonePrimary {
-		if o := c.options.Find("allow-transfer"); o != nil {
-			if l, why := c.matchList(o); why == "" {
-				z.Spec.AllowTransfer = l
+	// named's inheritance: a zone without its own list takes its view's,
+	// else the options' (allow-query of the options is the cluster's).
+	inherit := func(keyword string, scopes ...*Statement) []v1.AddressMatchElement {
+		for _, sc := range scopes {
+			if sc == nil {
+				continue
+			}
+			if o := sc.Find(keyword); o != nil {
+				l, _ := c.matchList(o) // a list that cannot be imported is reported where it is
+				return l
 			}
 		}
+		return nil
+	}
+	if !ownTransfer && (z.Spec.Type == v1.ZonePrimary || z.Spec.Type == v1.ZoneSecondary) {
+		z.Spec.AllowTransfer = inherit("allow-transfer", view, c.options)
+	}
+	if !ownQuery {
+		z.Spec.AllowQuery = inherit("allow-query", view)
 	}
 	c.res.Objects = append(c.res.Objects, z)
 }

@@ -208,3 +208,37 @@ func TestImportRefusesZonesTooLargeForAnObject(t *testing.T) {
 	g.Expect(byName[*v1.BindZone](res.Objects, "big.example")).To(BeNil())
 	g.Expect(res.Report.Findings).To(ContainElement(HaveField("Why", HavePrefix("its 30001 record sets"))))
 }
+
+// TestImportInheritsLists: a zone without its own allow-transfer or
+// allow-query takes its view's, else (allow-transfer) the options', as
+// named does; a secondary zone too.
+func TestImportInheritsLists(t *testing.T) {
+	g := NewWithT(t)
+	root := writeTree(t, map[string]string{
+		"named.conf": `options { recursion no; allow-transfer { key "k"; }; };
+key "k" { algorithm hmac-sha256; secret "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0IQ=="; };
+view "v" {
+	allow-transfer { 192.0.2.0/24; };
+	allow-query { 198.51.100.0/24; };
+	zone "a.example" { type primary; file "db"; };
+	zone "b.example" { type primary; file "db"; allow-transfer { none; }; allow-query { any; }; };
+};
+view "w" {
+	zone "c.example" { type secondary; primaries { 192.0.2.1; }; };
+};
+`,
+		"db": "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
+	})
+	res, err := Import(Options{Root: root, Config: "named.conf", Namespace: "n", Cluster: "c"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Validate(res.Objects)).To(BeEmpty())
+	a := byName[*v1.BindZone](res.Objects, "a.example")
+	g.Expect(a.Spec.AllowTransfer).To(Equal([]v1.AddressMatchElement{{Address: "192.0.2.0/24"}}), "the view's")
+	g.Expect(a.Spec.AllowQuery).To(Equal([]v1.AddressMatchElement{{Address: "198.51.100.0/24"}}), "the view's")
+	b := byName[*v1.BindZone](res.Objects, "b.example")
+	g.Expect(b.Spec.AllowTransfer).To(Equal([]v1.AddressMatchElement{{Builtin: v1.BuiltinNone}}), "its own")
+	g.Expect(b.Spec.AllowQuery).To(Equal([]v1.AddressMatchElement{{Builtin: v1.BuiltinAny}}), "its own")
+	c := byName[*v1.BindZone](res.Objects, "c.example")
+	g.Expect(c.Spec.AllowTransfer).To(Equal([]v1.AddressMatchElement{{KeyRef: "k"}}), "the options'")
+	g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
+}
