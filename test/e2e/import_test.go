@@ -1,0 +1,465 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/test/bindtest"
+	"git.unkin.net/unkin/bind-operator/test/localcluster"
+	"git.unkin.net/unkin/bind-operator/test/testkit"
+)
+
+// legacyZones are the zones of the legacy server: view → zone → zone file.
+// Everything in them is of a kind the import carries over, so the import
+// is whole and every transfer must match.
+var legacyZones = map[string]map[string]string{
+	"internal": {
+		"example.com": `$TTL 300
+@	IN SOA ns1.example.com. hostmaster.example.com. 7 300 60 1209600 60
+	IN NS ns1.example.com.
+ns1	IN A 10.0.0.53
+www	IN A 10.0.0.80
+intranet 60 IN CNAME www
+`,
+	},
+	"external": {
+		"example.com": `$TTL 3600
+$ORIGIN example.com.
+@	IN SOA ns1 hostmaster ( 2024010101 7200 900 1209600 300 )
+	IN NS ns1
+	IN NS ns2.example.net.
+	IN MX 10 mail
+ns1	IN A 192.0.2.1
+mail 300 IN A 192.0.2.2
+www	IN CNAME @
+@	IN A 192.0.2.80
+_sip._tcp IN SRV 10 60 5060 sip
+sip	IN A 192.0.2.3
+	IN AAAA 2001:db8::3
+txt	IN TXT "hello world" "second string"
+caa	IN CAA 0 issue "letsencrypt.org"
+*.apps	IN A 192.0.2.10
+sub	IN NS ns.sub
+ns.sub	IN A 192.0.2.4
+$INCLUDE var/cache/bind/example.com.inc
+`,
+		"gen.example": `$TTL 600
+@	IN SOA ns1.example.com. hostmaster.example.com. 1 3600 600 1209600 60
+	IN NS ns1.example.com.
+$GENERATE 1-250 host$ IN A 198.51.100.$
+$GENERATE 1-500 $.rev IN PTR host$.gen.example.
+`,
+	},
+}
+
+// legacyFiles is the legacy server's tree: its named.conf and what it
+// includes, named as the server sees them (relative to its working
+// directory, which is the import's --root).
+func legacyFiles(port, control int, upstream netip.AddrPort, keys map[string]tsigKey) map[string]string {
+	var keyConf strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(keys)) {
+		k := keys[name]
+		fmt.Fprintf(&keyConf, "key %q { algorithm %s; secret %q; };\n", strings.TrimSuffix(k.Name, "."), strings.TrimSuffix(k.Algorithm, "."), k.Secret)
+	}
+	files := map[string]string{
+		"etc/bind/named.conf": fmt.Sprintf(`// The legacy server: two views chosen by key, keyed transfers and updates.
+include "etc/bind/keys.conf";
+include "etc/bind/named.conf.options";
+
+controls { inet 127.0.0.1 port %d allow { 127.0.0.1; } keys { "rndc-key"; }; };
+logging { channel to_stderr { stderr; severity info; }; category default { to_stderr; }; };
+
+acl "transfers" { key "xfer-key"; };
+
+view "internal" {
+	match-clients { key "internal-view"; };
+	zone "example.com" {
+		type primary;
+		file "var/cache/bind/db.example.com.internal";
+		allow-transfer { key "internal-view"; };
+		allow-update { key "ddns-key"; };
+	};
+};
+
+view "external" {
+	match-clients { !key "internal-view"; any; };
+	zone "example.com" { type master; file "var/cache/bind/db.example.com"; allow-transfer { transfers; }; };
+	zone "gen.example" { type primary; file "var/cache/bind/db.gen.example"; };
+	zone "partner.example" {
+		type secondary;
+		primaries { %s port %d key "xfer-key"; };
+		file "var/cache/bind/partner.example.db";
+	};
+};
+`, control, upstream.Addr(), upstream.Port()),
+		"etc/bind/named.conf.options": fmt.Sprintf(`options {
+	directory ".";
+	pid-file none;
+	session-keyfile none;
+	managed-keys-directory ".";
+	listen-on port %d { 127.0.0.1; };
+	listen-on-v6 { none; };
+	recursion no;
+	dnssec-validation no;
+	notify no;
+	allow-transfer { key "xfer-key"; };
+	minimal-responses yes;
+};
+`, port),
+		"etc/bind/keys.conf":                     keyConf.String(),
+		"var/cache/bind/db.example.com.internal": legacyZones["internal"]["example.com"],
+		"var/cache/bind/db.example.com":          legacyZones["external"]["example.com"],
+		"var/cache/bind/db.gen.example":          legacyZones["external"]["gen.example"],
+		"var/cache/bind/example.com.inc":         "inc1\tIN A 198.51.100.201\n$ORIGIN dev.example.com.\napi\tIN AAAA 2001:db8::1\n",
+	}
+	return files
+}
+
+// TestImportExistingServer (issue 46 items 1, 3 and 5, without the signed
+// and the 100,000-record zones): a Debian named on the node runs as the
+// user's existing server (two views chosen by key, ACLs, keyed transfers
+// and updates, $INCLUDE, $ORIGIN, $GENERATE, a secondary zone of another
+// named on the node's address); the checkout's binary's
+// `import` reads its files and reports the import whole; the Secrets and
+// then the objects pass `kubectl apply --dry-run=server` through the real
+// webhooks and are applied; and for every zone of every view, an AXFR from
+// the old server and one from every pod of the new cluster hold the same
+// record sets (the SOA serial aside), and clients of each view get the
+// same answers from both.
+func TestImportExistingServer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	keys := map[string]tsigKey{}
+	for _, name := range []string{"xfer-key", "internal-view", "ddns-key", "rndc-key"} {
+		k := bindtest.NewKey(name, "hmac-sha256")
+		keys[name] = tsigKey{Name: dns.Fqdn(k.Name), Algorithm: dns.HmacSHA256, Secret: k.Secret}
+	}
+	upstream := startUpstreamServer(t, keys["xfer-key"])
+	root := t.TempDir()
+	old := startLegacyServer(t, root, upstream, keys)
+
+	ns := newNamespace(ctx, t, "e2e-import")
+	out := t.TempDir()
+	report, code := runImportCommand(ctx, t, root, ns, out)
+	if code != 0 {
+		t.Fatalf("import exited %d, want 0 (imported whole):\n%s", code, report)
+	}
+	t.Logf("import report:\n%s", report)
+	for _, k := range []string{"xfer-key", "internal-view", "ddns-key"} {
+		if strings.Contains(report, keys[k].Secret) {
+			t.Fatalf("the import printed the material of %s", k)
+		}
+	}
+
+	// The one edit: two replicas instead of the default three, to share
+	// the node with the other tests. Then the Secrets, a server-side dry
+	// run of the objects through every webhook, and the objects.
+	objects, err := os.ReadFile(filepath.Join(out, "objects.yaml"))
+	testkit.Must(t, err)
+	edited := strings.Replace(string(objects), "\n  mode: Authoritative\n", "\n  mode: Authoritative\n  replicas: 2\n", 1)
+	if edited == string(objects) {
+		t.Fatalf("objects.yaml has no Authoritative BindCluster:\n%s", objects)
+	}
+	testkit.Must(t, os.WriteFile(filepath.Join(out, "objects.yaml"), []byte(edited), 0o644))
+	_, err = env.Kubectl(ctx, "", "apply", "--server-side", "-f", filepath.Join(out, "secrets.yaml"))
+	testkit.Must(t, err)
+	if o, err := env.Kubectl(ctx, "", "apply", "--server-side", "--dry-run=server", "-f", filepath.Join(out, "objects.yaml")); err != nil {
+		t.Fatalf("the imported objects are refused: %v\n%s", err, o)
+	}
+	_, err = env.Kubectl(ctx, "", "apply", "--server-side", "-f", filepath.Join(out, "objects.yaml"))
+	testkit.Must(t, err)
+	t.Cleanup(func() { dumpOnFailure(t, ns, "legacy", 2) })
+	waitClusterReady(ctx, t, ns, "legacy", 2)
+	waitZonesReady(ctx, t, ns)
+	ips := podIPs(ctx, t, ns, "legacy", 2)
+
+	// Every zone of every view, from the old server and every pod: the
+	// key that selects the view and may transfer the zone.
+	for _, tc := range []struct {
+		view, zone string
+		key        tsigKey
+	}{
+		{"internal", "example.com", keys["internal-view"]},
+		{"external", "example.com", keys["xfer-key"]},
+		{"external", "gen.example", keys["xfer-key"]},
+		// A secondary zone: the old server and the pods transfer it from
+		// the same upstream primary.
+		{"external", "partner.example", keys["xfer-key"]},
+	} {
+		var want []string
+		NewWithT(t).Eventually(func() (err error) {
+			want, err = zoneRRs(old, tc.zone, tc.key)
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "AXFR %s (%s view) from the old server", tc.zone, tc.view)
+		for i, ip := range ips {
+			var got []string
+			NewWithT(t).Eventually(func() error {
+				got, err = zoneRRs(ip, tc.zone, tc.key)
+				if err != nil {
+					return err
+				}
+				if d := diffRRs(want, got); d != "" {
+					return errors.New(d)
+				}
+				return nil
+			}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(),
+				"AXFR of %s (%s view) from legacy-%d differs from the old server's", tc.zone, tc.view, i)
+		}
+		t.Logf("%s (%s view): %d records, the same from the old server and both pods", tc.zone, tc.view, len(want))
+	}
+
+	// What clients of each view are answered.
+	internalKey := keys["internal-view"]
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+		key   *tsigKey
+	}{
+		{"www.example.com.", dns.TypeA, nil},
+		{"www.example.com.", dns.TypeA, &internalKey},
+		{"intranet.example.com.", dns.TypeA, &internalKey},
+		{"intranet.example.com.", dns.TypeA, nil},
+		{"x.apps.example.com.", dns.TypeA, nil},
+		{"host42.gen.example.", dns.TypeA, nil},
+		{"txt.example.com.", dns.TypeTXT, nil},
+	} {
+		want := viewAnswer(t, old, q.name, q.qtype, q.key)
+		for i, ip := range ips {
+			if got := viewAnswer(t, ip, q.name, q.qtype, q.key); got != want {
+				t.Errorf("%s %s (signed: %t) from legacy-%d: %s, the old server: %s", q.name, dns.TypeToString[q.qtype], q.key != nil, i, got, want)
+			}
+		}
+	}
+}
+
+// startLegacyServer writes the legacy tree into root and runs named on it,
+// as its own working directory, until the test ends; it returns named's
+// DNS address on loopback.
+func startLegacyServer(t *testing.T, root string, upstream netip.AddrPort, keys map[string]tsigKey) string {
+	t.Helper()
+	port, control := testkit.FreePort(t), testkit.FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	runNamed(t, "legacy", root, legacyFiles(port, control, upstream, keys), addr, "127.0.0.1:"+strconv.Itoa(control))
+	return addr
+}
+
+// startUpstreamServer runs the primary of the legacy server's secondary
+// zone on the node's address, where the new cluster's pods reach it too.
+func startUpstreamServer(t *testing.T, key tsigKey) netip.AddrPort {
+	t.Helper()
+	port, control := testkit.FreePort(t), testkit.FreePort(t)
+	files := map[string]string{
+		"etc/bind/named.conf": fmt.Sprintf(`key %q { algorithm %s; secret %q; };
+controls { inet 127.0.0.1 port %d allow { 127.0.0.1; } keys { %q; }; };
+logging { channel to_stderr { stderr; severity info; }; category default { to_stderr; }; };
+options {
+	directory ".";
+	pid-file none;
+	session-keyfile none;
+	managed-keys-directory ".";
+	listen-on port %d { %s; };
+	listen-on-v6 { none; };
+	recursion no;
+	notify no;
+	allow-transfer { key %q; };
+};
+zone "partner.example" { type primary; file "db.partner.example"; };
+`, strings.TrimSuffix(key.Name, "."), strings.TrimSuffix(key.Algorithm, "."), key.Secret, control, strings.TrimSuffix(key.Name, "."),
+			port, localcluster.NodeIP, strings.TrimSuffix(key.Name, ".")),
+		"db.partner.example": `$TTL 1800
+@	IN SOA ns.partner.example. hostmaster.partner.example. 42 3600 600 1209600 300
+	IN NS ns.partner.example.
+ns	IN A 192.0.2.53
+shop	IN A 192.0.2.54
+	IN TXT "v=spf1 -all"
+`,
+	}
+	addr := netip.AddrPortFrom(localcluster.NodeIP, uint16(port))
+	runNamed(t, "upstream", t.TempDir(), files, addr.String(), "127.0.0.1:"+strconv.Itoa(control))
+	return addr
+}
+
+// runNamed writes files into root and runs named on root/etc/bind/named.conf,
+// with root as its working directory, until the test ends.
+func runNamed(t *testing.T, who, root string, files map[string]string, dnsAddr, controlAddr string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		testkit.Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		testkit.Must(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	log := &bindtest.LogBuffer{}
+	cmd := exec.Command("named", "-g", "-n", "1", "-c", filepath.Join(root, "etc/bind/named.conf"))
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = log, log
+	testkit.Must(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			<-exited
+		})
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("%s named log:\n%s", who, bindtest.Tail(log.String(), 60))
+		}
+	})
+	if err := bindtest.WaitReady(dnsAddr, controlAddr, exited, 30*time.Second); err != nil {
+		t.Fatalf("the %s named did not start: %v", who, err)
+	}
+}
+
+// runImportCommand builds the checkout's binary (as the release builds
+// it) and runs `bind-operator import --validate` on root; it returns what
+// the command printed and its exit status.
+func runImportCommand(ctx context.Context, t *testing.T, root, ns, out string) (string, int) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bind-operator")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
+	build.Dir = testkit.RepoRoot()
+	if o, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd: %v\n%s", err, o)
+	}
+	cmd := exec.CommandContext(ctx, bin, "import", "--root", root, "--config", "/etc/bind/named.conf",
+		"--namespace", ns, "--cluster", "legacy", "--out", out, "--validate")
+	o, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return string(o), 0
+	case errors.As(err, &exit):
+		return string(o), exit.ExitCode()
+	}
+	t.Fatalf("bind-operator import: %v\n%s", err, o)
+	return "", 0
+}
+
+// waitZonesReady waits until every BindZone of the namespace is Ready.
+func waitZonesReady(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		var zones v1.BindZoneList
+		if err := env.Client.List(ctx, &zones, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(zones.Items) == 0 {
+			return errors.New("no BindZones")
+		}
+		for _, z := range zones.Items {
+			if !meta.IsStatusConditionTrue(z.Status.Conditions, v1.ConditionReady) {
+				return fmt.Errorf("BindZone %s: %s", z.Name, conditions(z.Status.Conditions))
+			}
+		}
+		return nil
+	}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// zoneRRs transfers zone from server signed with key and returns every
+// record in presentation form, sorted, the SOA without its serial.
+func zoneRRs(server, zone string, key tsigKey) ([]string, error) {
+	addr, err := guardAddr(server)
+	if err != nil {
+		return nil, err
+	}
+	m := new(dns.Msg)
+	m.SetAxfr(dns.Fqdn(zone))
+	m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
+	tr := &dns.Transfer{TsigSecret: map[string]string{key.Name: key.Secret}, ReadTimeout: 10 * time.Second}
+	envelopes, err := tr.In(m, addr)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for e := range envelopes {
+		if e.Error != nil {
+			return nil, e.Error
+		}
+		for _, rr := range e.RR {
+			if soa, ok := rr.(*dns.SOA); ok {
+				s := *soa
+				s.Serial = 0
+				rr = &s
+			}
+			rr.Header().Name = strings.ToLower(rr.Header().Name)
+			seen[rr.String()] = true // the closing SOA repeats the first
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for s := range seen {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// diffRRs says which records only one side has ("" when none).
+func diffRRs(want, got []string) string {
+	var missing, extra []string
+	for _, w := range want {
+		if _, ok := slices.BinarySearch(got, w); !ok {
+			missing = append(missing, w)
+		}
+	}
+	for _, g := range got {
+		if _, ok := slices.BinarySearch(want, g); !ok {
+			extra = append(extra, g)
+		}
+	}
+	if len(missing)+len(extra) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("missing %d %q, extra %d %q", len(missing), head(missing, 10), len(extra), head(extra, 10))
+}
+
+func head(s []string, n int) []string { return s[:min(n, len(s))] }
+
+// viewAnswer queries name and returns the rcode and the answer section as
+// text, signed with key when given (the key selects a view).
+func viewAnswer(t *testing.T, server, name string, qtype uint16, key *tsigKey) string {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	var r *dns.Msg
+	var err error
+	if key != nil {
+		r, err = exchangeSigned("udp", server, m, *key)
+	} else {
+		var addr string
+		if addr, err = guardAddr(server); err == nil {
+			r, err = dns.Exchange(m, addr)
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s %s from %s: %v", name, dns.TypeToString[qtype], server, err)
+	}
+	var rrs []string
+	for _, rr := range r.Answer {
+		rrs = append(rrs, strings.ToLower(rr.String()))
+	}
+	sort.Strings(rrs)
+	return dns.RcodeToString[r.Rcode] + " " + strings.Join(rrs, " | ")
+}
