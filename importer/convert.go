@@ -276,6 +276,17 @@ func (c *converter) acl(s *Statement) {
 	})
 }
 
+// listInto converts o's address_match_list into dst, or reports why it
+// cannot (what names it).
+func (c *converter) listInto(o *Statement, what string, dst *[]v1.AddressMatchElement) {
+	l, why := c.matchList(o)
+	if why != "" {
+		c.res.Report.omit(o.Pos, what, "%s", why)
+		return
+	}
+	*dst = l
+}
+
 // matchList converts an address_match_list block. why says why it cannot
 // be (an element with no counterpart: a partial list would match other
 // clients, so nothing of it is imported).
@@ -382,19 +393,11 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 		}
 		switch kw {
 		case "allow-query":
-			if l, why := c.matchList(o); why != "" {
-				c.res.Report.omit(o.Pos, what, "%s", why)
-			} else {
-				bc.Spec.AllowQuery = l
-			}
+			c.listInto(o, what, &bc.Spec.AllowQuery)
 		case "recursion":
 			recursion = yes(o.Arg(0))
 		case "allow-recursion":
-			if l, why := c.matchList(o); why != "" {
-				c.res.Report.omit(o.Pos, what, "%s", why)
-			} else {
-				rec.AllowRecursion = l
-			}
+			c.listInto(o, what, &rec.AllowRecursion)
 		case "forwarders":
 			fw, why := forwarders(o)
 			if why != "" {
@@ -521,13 +524,6 @@ func (c *converter) view(s *Statement, order int32) {
 	c.res.Objects = append(c.res.Objects, v)
 	for _, o := range s.Block {
 		kw, what := o.Keyword(), "view "+name+": "+o.Text()
-		list := func(dst *[]v1.AddressMatchElement) {
-			if l, why := c.matchList(o); why != "" {
-				c.res.Report.omit(o.Pos, what, "%s", why)
-			} else {
-				*dst = l
-			}
-		}
 		switch kw {
 		case "zone":
 			c.zone(o, m.Name, s)
@@ -538,11 +534,11 @@ func (c *converter) view(s *Statement, order int32) {
 				c.res.Report.omit(o.Pos, what, "%s", why)
 			}
 		case "match-clients":
-			list(&v.Spec.MatchClients)
+			c.listInto(o, what, &v.Spec.MatchClients)
 		case "match-destinations":
-			list(&v.Spec.MatchDestinations)
+			c.listInto(o, what, &v.Spec.MatchDestinations)
 		case "allow-recursion":
-			list(&v.Spec.AllowRecursion)
+			c.listInto(o, what, &v.Spec.AllowRecursion)
 		case "match-recursive-only":
 			v.Spec.MatchRecursiveOnly = yes(o.Arg(0))
 		case "recursion":
@@ -641,18 +637,10 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 			z.Spec.ForwardPolicy = forwardPolicy(o.Arg(0))
 		case "allow-transfer":
 			ownTransfer = true
-			if l, why := c.matchList(o); why != "" {
-				c.res.Report.omit(o.Pos, ow, "%s", why)
-			} else {
-				z.Spec.AllowTransfer = l
-			}
+			c.listInto(o, ow, &z.Spec.AllowTransfer)
 		case "allow-query":
 			ownQuery = true
-			if l, why := c.matchList(o); why != "" {
-				c.res.Report.omit(o.Pos, ow, "%s", why)
-			} else {
-				z.Spec.AllowQuery = l
-			}
+			c.listInto(o, ow, &z.Spec.AllowQuery)
 		case "allow-update":
 			l, why := c.matchList(o)
 			switch {
@@ -787,15 +775,15 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 		typ := dns.TypeToString[h.Rrtype]
 		what := fmt.Sprintf("%s %s", owner, typ)
 		if !dns.IsSubDomain(apex, owner) {
-			c.res.Report.omit(r.Pos.in(file), what, "it lies outside the zone %s", origin)
+			c.res.Report.omit(r.Pos, what, "it lies outside the zone %s", origin)
 			continue
 		}
 		if slices.Contains(dnssecTypes, h.Rrtype) {
-			c.res.Report.omit(r.Pos.in(file), what, "DNSSEC data is made by the signer, not imported: signed zones are not imported yet (docs/migrating.md)")
+			c.res.Report.omit(r.Pos, what, "DNSSEC data is made by the signer, not imported: signed zones are not imported yet (docs/migrating.md)")
 			continue
 		}
 		if !slices.Contains(v1.RecordTypes, v1.RecordType(typ)) {
-			c.res.Report.omit(r.Pos.in(file), what, "type %s is not one the operator manages (%v)", typ, v1.RecordTypes)
+			c.res.Report.omit(r.Pos, what, "type %s is not one the operator manages (%v)", typ, v1.RecordTypes)
 			continue
 		}
 		rel := "@"
@@ -810,7 +798,7 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 			order = append(order, k)
 		} else if v1.TTL(h.Ttl) != *set.TTL {
 			// named serves one TTL per set, the first loaded.
-			c.res.Report.omit(r.Pos.in(file), what, "TTL %d differs from the set's %d; the set keeps %d as named does", h.Ttl, *set.TTL, *set.TTL)
+			c.res.Report.omit(r.Pos, what, "TTL %d differs from the set's %d; the set keeps %d as named does", h.Ttl, *set.TTL, *set.TTL)
 		}
 		v := Presentation(r.RR)
 		if !slices.Contains(set.Values, v) {
@@ -838,13 +826,6 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 		}
 	}
 	return true
-}
-
-func (p Pos) in(file string) Pos {
-	if p.File == "" {
-		p.File = file
-	}
-	return p
 }
 
 // maxZoneObjectBytes bounds an emitted BindZone's spec: etcd stores at

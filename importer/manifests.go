@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/internal/namedconf"
 )
 
 // This file converts manifests written for the operator this project
@@ -232,17 +233,14 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-// words lexes one element as named.conf would ("! key \"k\"" is three).
+// words reads one element as named.conf would ("! key \"k\"" is three
+// words); nil when it is not one statement of words.
 func words(s string) []Word {
-	toks, err := lexConf("", strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), ";")))
-	if err != nil {
+	st, err := namedconf.Parse("", strings.TrimSuffix(strings.TrimSpace(s), ";")+";")
+	if err != nil || len(st) != 1 || st[0].HasBlock || len(st[0].Tail) > 0 {
 		return nil
 	}
-	out := make([]Word, 0, len(toks))
-	for _, t := range toks {
-		out = append(out, Word{t.text, t.quoted})
-	}
-	return out
+	return st[0].Words
 }
 
 // elements converts address_match_list strings. Names that are neither

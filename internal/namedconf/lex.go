@@ -8,6 +8,9 @@
 // and outside quotes only the characters of names, numbers, addresses,
 // prefixes, ports and durations. So nothing it accepts can close a string
 // or a block early or hide text from the parser that reads its tokens.
+//
+// Parse (parse.go) is the other reader: named's whole syntax, for files
+// the operator reads but never renders.
 package namedconf
 
 import "fmt"
