@@ -749,33 +749,21 @@ func waitRecordsGone(ctx context.Context, t *testing.T, server, zone string, key
 // the zone's serial then.
 func waitRecordCount(ctx context.Context, t *testing.T, server, zone string, key tsigKey, limit time.Duration, done func(got int) error) uint32 {
 	t.Helper()
-	addr, err := guardAddr(server)
-	testkit.Must(t, err)
 	var serial uint32
 	NewWithT(t).Eventually(func() error {
-		m := new(dns.Msg)
-		m.SetAxfr(dns.Fqdn(zone))
-		m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
-		tr := &dns.Transfer{TsigSecret: map[string]string{key.Name: key.Secret}, ReadTimeout: 10 * time.Second}
-		envelopes, err := tr.In(m, addr)
+		got := 0
+		err := eachTransferred(server, zone, key, func(rr dns.RR) {
+			switch rr := rr.(type) {
+			case *dns.A:
+				if strings.HasPrefix(rr.Hdr.Name, "r") {
+					got++
+				}
+			case *dns.SOA:
+				serial = rr.Serial
+			}
+		})
 		if err != nil {
 			return err
-		}
-		got := 0
-		for e := range envelopes {
-			if e.Error != nil {
-				return e.Error
-			}
-			for _, rr := range e.RR {
-				switch rr := rr.(type) {
-				case *dns.A:
-					if strings.HasPrefix(rr.Hdr.Name, "r") {
-						got++
-					}
-				case *dns.SOA:
-					serial = rr.Serial
-				}
-			}
 		}
 		return done(got)
 	}).WithContext(ctx).WithTimeout(limit).WithPolling(200*time.Millisecond).Should(Succeed(), "%s: the records of %s", server, zone)

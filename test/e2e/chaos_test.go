@@ -316,34 +316,20 @@ func compareA(got map[string][]string, want map[string]string) chaosCheck {
 // zoneA transfers zone from server, signed with key, and returns its A
 // records by relative owner name and its serial.
 func zoneA(server, zone string, key tsigKey) (map[string][]string, uint32, error) {
-	addr, err := guardAddr(server)
-	if err != nil {
-		return nil, 0, err
-	}
-	m := new(dns.Msg)
-	m.SetAxfr(dns.Fqdn(zone))
-	m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
-	tr := &dns.Transfer{TsigSecret: map[string]string{key.Name: key.Secret}, ReadTimeout: 10 * time.Second}
-	envelopes, err := tr.In(m, addr)
-	if err != nil {
-		return nil, 0, err
-	}
 	out := map[string][]string{}
 	var serial uint32
 	suffix := "." + dns.Fqdn(zone)
-	for e := range envelopes {
-		if e.Error != nil {
-			return nil, 0, e.Error
+	err := eachTransferred(server, zone, key, func(rr dns.RR) {
+		switch rr := rr.(type) {
+		case *dns.A:
+			name := strings.TrimSuffix(rr.Hdr.Name, suffix)
+			out[name] = append(out[name], rr.A.String())
+		case *dns.SOA:
+			serial = rr.Serial
 		}
-		for _, rr := range e.RR {
-			switch rr := rr.(type) {
-			case *dns.A:
-				name := strings.TrimSuffix(rr.Hdr.Name, suffix)
-				out[name] = append(out[name], rr.A.String())
-			case *dns.SOA:
-				serial = rr.Serial
-			}
-		}
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return out, serial, nil
 }

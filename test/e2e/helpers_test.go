@@ -234,6 +234,32 @@ func guardAddr(server string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// eachTransferred transfers zone from server by AXFR signed with key and
+// calls f with each record as it arrives (the closing SOA too).
+func eachTransferred(server, zone string, key tsigKey, f func(dns.RR)) error {
+	addr, err := guardAddr(server)
+	if err != nil {
+		return err
+	}
+	m := new(dns.Msg)
+	m.SetAxfr(dns.Fqdn(zone))
+	m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
+	tr := &dns.Transfer{TsigSecret: map[string]string{key.Name: key.Secret}, ReadTimeout: 10 * time.Second}
+	envelopes, err := tr.In(m, addr)
+	if err != nil {
+		return err
+	}
+	for e := range envelopes {
+		if e.Error != nil {
+			return e.Error
+		}
+		for _, rr := range e.RR {
+			f(rr)
+		}
+	}
+	return nil
+}
+
 // tsigKey is a TSIG key as a client signs with it.
 type tsigKey struct{ Name, Algorithm, Secret string }
 

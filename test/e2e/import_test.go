@@ -381,32 +381,18 @@ func waitZonesReady(ctx context.Context, t *testing.T, ns string) {
 // zoneRRs transfers zone from server signed with key and returns every
 // record in presentation form, sorted, the SOA without its serial.
 func zoneRRs(server, zone string, key tsigKey) ([]string, error) {
-	addr, err := guardAddr(server)
-	if err != nil {
-		return nil, err
-	}
-	m := new(dns.Msg)
-	m.SetAxfr(dns.Fqdn(zone))
-	m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
-	tr := &dns.Transfer{TsigSecret: map[string]string{key.Name: key.Secret}, ReadTimeout: 10 * time.Second}
-	envelopes, err := tr.In(m, addr)
-	if err != nil {
-		return nil, err
-	}
 	seen := map[string]bool{}
-	for e := range envelopes {
-		if e.Error != nil {
-			return nil, e.Error
+	err := eachTransferred(server, zone, key, func(rr dns.RR) {
+		if soa, ok := rr.(*dns.SOA); ok {
+			s := *soa
+			s.Serial = 0
+			rr = &s
 		}
-		for _, rr := range e.RR {
-			if soa, ok := rr.(*dns.SOA); ok {
-				s := *soa
-				s.Serial = 0
-				rr = &s
-			}
-			rr.Header().Name = strings.ToLower(rr.Header().Name)
-			seen[rr.String()] = true // the closing SOA repeats the first
-		}
+		rr.Header().Name = strings.ToLower(rr.Header().Name)
+		seen[rr.String()] = true // the closing SOA repeats the first
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]string, 0, len(seen))
 	for s := range seen {
