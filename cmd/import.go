@@ -36,8 +36,8 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	var opts importer.Options
 	fs.StringVar(&opts.Root, "root", "/", "the folder the server's paths are resolved in: / on the server itself, or a copy of its files")
 	fs.StringVar(&opts.Config, "config", "/etc/bind/named.conf", "named.conf's path, as the server sees it")
-	fs.StringVar(&opts.Namespace, "namespace", "", "the namespace of the objects (required)")
-	fs.StringVar(&opts.Cluster, "cluster", "", "the name of the BindCluster that serves the zones (required)")
+	fs.StringVar(&opts.Namespace, "namespace", "", "the namespace of the objects (required, except with --manifests: there it fills in objects that name none)")
+	fs.StringVar(&opts.Cluster, "cluster", "", "the name of the BindCluster that serves the zones (required, except with --manifests)")
 	out := fs.String("out", "", "the folder to write "+importObjectsFile+" and "+importSecretsFile+" into (required)")
 	var manifests []string
 	fs.Func("manifests", "convert this file of manifests written for the operator this project descends from, instead of reading a named.conf (repeatable)", func(v string) error {
