@@ -84,7 +84,11 @@ func newPolicyEnv(ctx context.Context, t *testing.T, replicas int32, rules ...v1
 		Spec: v1.BindPolicySpec{ClusterRef: v1.LocalObjectReference{Name: "resolver"}, ZoneName: policyFeed, Order: ptr.To[int32](200),
 			Primaries: []v1.RemoteServer{{Address: upstreamIP}}},
 	}))
-	a.servedByAll(ctx, t, policyZone, policyFeed)
+	ips := a.servedByAll(ctx, t, policyZone, policyFeed)
+	// The records come by UPDATE after the zone is served: a resolver that
+	// asked before them would cache the NXDOMAIN for the SOA minimum (60 s),
+	// as long as the tests wait for a rewrite.
+	waitA(ctx, t, ips[0], "allowed."+policyZone, "192.0.2.4", a.Name+"-0")
 	waitClusterReady(ctx, t, ns, "resolver", replicas)
 	ip, err := env.Cluster.ServiceIP(ctx, ns, "resolver")
 	testkit.Must(t, err)
