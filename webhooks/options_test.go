@@ -88,7 +88,7 @@ func TestValidateOptionStatement(t *testing.T) {
 		{`port 5353;`, refused(`port 5353;`, "port", listeners)},
 		{`controls { inet 0.0.0.0 allow { any; }; };`, refused(`controls { inet 0.0.0.0 allow { any; }; };`, "controls", listeners)},
 		{`statistics-channels { inet 0.0.0.0 port 80; };`, refused(`statistics-channels { inet 0.0.0.0 port 80; };`, "statistics-channels", listeners)},
-		{`allow-update { any; };`, refused(`allow-update { any; };`, "allow-update", "dynamic updates are per zone: set BindZone spec.dynamicUpdates with a BindTSIGKey")},
+		{`allow-update { any; };`, refused(`allow-update { any; };`, "allow-update", "dynamic updates are per zone: set BindZone spec.updateKeyRef to a BindTSIGKey")},
 		{`allow-transfer { any; };`, refused(`allow-transfer { any; };`, "allow-transfer", "the operator allows transfers by TSIG key only; secondaries get zones through the cluster's transfer key")},
 		{`allow-notify { key "xfr"; };`, refused(`allow-notify { key "xfr"; };`, "allow-notify", access)},
 		{`allow-query-cache { any; };`, refused(`allow-query-cache { any; };`, "allow-query-cache", access)},

@@ -98,7 +98,7 @@ var badCases = []badCase{
 	{"tkey keytab", opts(`tkey-gssapi-keytab "/etc/krb5.keytab";`), "spec.extraOptions[0]", "keys come only from BindTSIGKeys"},
 	{"listener on the rndc port", opts(`listen-on port 953 { any; };`), "spec.extraOptions[0]", "address and port"},
 	{"pod CIDR in also-notify", opts(`also-notify { 198.18.200.1; };`), "spec.extraOptions[0]", "not on the allowlist"},
-	{"open dynamic updates", opts(`allow-update { any; };`), "spec.extraOptions[0]", "spec.dynamicUpdates"},
+	{"open dynamic updates", opts(`allow-update { any; };`), "spec.extraOptions[0]", "spec.updateKeyRef"},
 	{"open transfers", opts(`allow-transfer { any; };`), "spec.extraOptions[0]", "TSIG key only"},
 	{"unknown option", opts(`frobnicate yes;`), "spec.extraOptions[0]", "not on the allowlist"},
 	// BindCluster: allowed statements BIND refuses (named-checkconf in the webhook).
