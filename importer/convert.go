@@ -426,7 +426,7 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 				continue
 			}
 			if _, errs := webhooks.ValidateOptionStatement(what, nil); len(errs) > 0 {
-				c.res.Report.omit(o.Pos, what, "extraOptions refuses it: %s", errs.ToAggregate().Error())
+				c.res.Report.omit(o.Pos, what, "%s", firstSentence(errs[0].Detail))
 				continue
 			}
 			bc.Spec.ExtraOptions = append(bc.Spec.ExtraOptions, what)
@@ -448,6 +448,15 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 		}
 	}
 	return bc
+}
+
+// firstSentence is a refusal's reason without the advice after it (the
+// allow-list of extraOptions would repeat in every line of a report).
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i > 0 {
+		return s[:i]
+	}
+	return strings.TrimSuffix(s, ".")
 }
 
 func yes(s string) bool {

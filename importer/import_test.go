@@ -242,3 +242,21 @@ view "w" {
 	g.Expect(c.Spec.AllowTransfer).To(Equal([]v1.AddressMatchElement{{KeyRef: "k"}}), "the options'")
 	g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
 }
+
+// TestImportReportsOptionsExtraOptionsRefuses: an option the operator
+// neither sets nor admits in extraOptions is omitted with the reason,
+// once, without the allow-list.
+func TestImportReportsOptionsExtraOptionsRefuses(t *testing.T) {
+	g := NewWithT(t)
+	root := writeTree(t, map[string]string{
+		"named.conf": "options {\n\trecursion no;\n\tdialup yes;\n\tmax-cache-size 64m;\n};\nzone \"a.example\" { type primary; file \"db\"; };\n",
+		"db":         "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
+	})
+	res, err := Import(Options{Root: root, Config: "named.conf", Namespace: "n", Cluster: "c"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(byName[*v1.BindCluster](res.Objects, "c").Spec.ExtraOptions).To(Equal([]string{"max-cache-size 64m;"}))
+	g.Expect(res.Report.Findings).To(HaveLen(1))
+	f := res.Report.Findings[0]
+	g.Expect(f.String()).To(HavePrefix(`named.conf:3: omitted: dialup yes;: "dialup" cannot be set in extraOptions`))
+	g.Expect(f.String()).NotTo(ContainSubstring("answer-cookie"), "the allow-list")
+}
