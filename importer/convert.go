@@ -73,38 +73,20 @@ type converter struct {
 	mode      v1.ClusterMode // the cluster's
 }
 
-// operatorOwned are the statements the operator sets itself in every
-// cluster, with what it does instead: an imported value would fight the
-// pods' layout. They are reported as replaced, not as losses.
-var operatorOwned = map[string]string{
-	"directory":              "the operator sets the working directory of its pods",
-	"pid-file":               "the operator sets named's files",
-	"dump-file":              "the operator sets named's files",
-	"statistics-file":        "the operator sets named's files",
-	"memstatistics-file":     "the operator sets named's files",
-	"session-keyfile":        "the operator sets named's files",
-	"managed-keys-directory": "the operator sets named's files",
-	"key-directory":          "the operator keeps DNSSEC keys itself",
-	"bindkeys-file":          "the operator sets named's files",
-	"listen-on":              "the operator sets the listeners (spec.ports)",
-	"listen-on-v6":           "the operator sets the listeners (spec.ports)",
-	"port":                   "the operator sets the listeners (spec.ports)",
-	"notify":                 "the operator notifies its secondaries itself",
-	"allow-new-zones":        "the operator adds zones through its agent",
-	"new-zones-directory":    "the operator adds zones through its agent",
-	"transfer-source":        "pod addresses are not stable; the operator signs transfers with a key instead",
-	"notify-source":          "pod addresses are not stable; the operator signs NOTIFYs with a key instead",
-	"query-source":           "pod addresses are not stable",
-	"transfer-source-v6":     "pod addresses are not stable; the operator signs transfers with a key instead",
-	"notify-source-v6":       "pod addresses are not stable; the operator signs NOTIFYs with a key instead",
-	"query-source-v6":        "pod addresses are not stable",
-	"server-id":              "the operator names its servers",
-	"hostname":               "the operator names its servers",
-	"version":                "the operator sets what named reports",
-	"zone-statistics":        "the operator keeps the statistics its metrics read",
-	"statistics-channels":    "the agent reads named's statistics channel; scrape the agents' metrics",
-	"controls":               "the agent controls named over its own rndc channel",
-	"logging":                "the operator logs to the pods' standard output (kubectl logs)",
+// operatorOwned says whether the operator sets the statement itself, and
+// why: the addresses, ports, files and directories (webhooks.OperatorOwned,
+// which also refuses them in extraOptions), and a few more it does its own
+// way. Such statements are reported as replaced, not as losses.
+func operatorOwned(keyword string) (string, bool) {
+	if why, ok := webhooks.OperatorOwned(keyword); ok {
+		return why, true
+	}
+	why, ok := map[string]string{
+		"logging":         "the operator logs to the pods' standard output (kubectl logs)",
+		"notify":          "the operator sends the NOTIFYs of its zones itself, signed, to its own secondaries",
+		"allow-new-zones": "the operator adds zones through its agent",
+	}[keyword]
+	return why, ok
 }
 
 func (c *converter) run(stmts []*Statement) (*Result, error) {
@@ -168,12 +150,14 @@ func (c *converter) run(stmts []*Statement) (*Result, error) {
 			c.view(s, order)
 		case "zone":
 			c.zone(s, "", nil)
-		case "controls", "logging", "statistics-channels":
-			c.res.Report.replace(s.Pos, kw, "%s", operatorOwned[kw])
 		case "dnssec-policy":
 			c.res.Report.omit(s.Pos, "dnssec-policy "+s.Arg(0), "signed zones are not imported yet: their keys must move with them (docs/migrating.md)")
 		default:
-			c.res.Report.omit(s.Pos, kw, "a %s statement has no counterpart in the operator's API", kw)
+			if why, owned := operatorOwned(kw); owned {
+				c.res.Report.replace(s.Pos, kw, "%s", why)
+			} else {
+				c.res.Report.omit(s.Pos, kw, "a %s statement has no counterpart in the operator's API", kw)
+			}
 		}
 	}
 	for _, o := range c.res.Objects {
@@ -421,7 +405,7 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 		case "querylog":
 			bc.Spec.QueryLog = yes(o.Arg(0))
 		default:
-			if why, owned := operatorOwned[kw]; owned && why != "" {
+			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(o.Pos, what, "%s", why)
 				continue
 			}
@@ -666,7 +650,7 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 		case "dnssec-policy", "inline-signing", "auto-dnssec", "key-directory":
 			c.res.Report.omit(o.Pos, ow, "signed zones are not imported yet: their keys must move with them (docs/migrating.md)")
 		default:
-			if why, owned := operatorOwned[kw]; owned && why != "" {
+			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(o.Pos, ow, "%s", why)
 			} else {
 				c.res.Report.omit(o.Pos, ow, "a zone's %s has no counterpart in BindZone", kw)

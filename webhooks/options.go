@@ -41,6 +41,20 @@ var specFieldStatements = map[string]string{
 	"options":                 "extraOptions already go inside the options block; write the option alone",
 }
 
+// OperatorOwned says whether the statement is one of those the operator
+// sets itself in every cluster — the addresses and ports named listens on
+// or sends from, every file and directory it uses — and why. The importer
+// reports such statements of an existing server as replaced, not lost.
+func OperatorOwned(name string) (string, bool) {
+	switch {
+	case strings.HasPrefix(name, "listen-on") || strings.HasSuffix(name, "-source") || strings.HasSuffix(name, "-source-v6") || name == "port" || name == "controls" || name == "statistics-channels" || name == "http" || name == "tls":
+		return "the operator owns every address and port named listens on or sends from (spec.ports for DNS; the control and statistics channels are the agent's)", true
+	case strings.HasSuffix(name, "-file") || strings.HasSuffix(name, "-directory") || strings.HasSuffix(name, "-keyfile") || name == "directory" || name == "include" || name == "dump-file" || name == "bindkeys-file":
+		return "it names a file or directory, and the operator owns every file named reads or writes", true
+	}
+	return "", false
+}
+
 // refusedReason says why a statement that is not on the allowlist is
 // refused, in words for the kind of statement it is.
 func refusedReason(name string) string {
@@ -52,10 +66,11 @@ func refusedReason(name string) string {
 		return "dnstap writes every query to a file or socket the statement names; the operator owns every file and socket named uses"
 	case strings.HasPrefix(name, "tkey-"):
 		return "TKEY names key material and keytabs on disk; keys come only from BindTSIGKeys"
-	case strings.HasPrefix(name, "listen-on") || strings.HasSuffix(name, "-source") || strings.HasSuffix(name, "-source-v6") || name == "port" || name == "controls" || name == "statistics-channels" || name == "http" || name == "tls":
-		return "the operator owns every address and port named listens on or sends from (spec.ports for DNS; the control and statistics channels are the agent's)"
-	case strings.HasSuffix(name, "-file") || strings.HasSuffix(name, "-directory") || strings.HasSuffix(name, "-keyfile") || name == "directory" || name == "include" || name == "dump-file" || name == "bindkeys-file":
-		return "it names a file or directory, and the operator owns every file named reads or writes"
+	}
+	if r, ok := OperatorOwned(name); ok {
+		return r
+	}
+	switch {
 	case strings.HasPrefix(name, "allow-") || strings.HasPrefix(name, "blackhole") || strings.HasPrefix(name, "deny-"):
 		return "access control is rendered by the operator from spec fields and TSIG keys"
 	case name == "plugin" || name == "dyndb":
