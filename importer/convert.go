@@ -1,11 +1,10 @@
 package importer
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -212,9 +211,8 @@ func (c *converter) key(s *Statement) {
 		secret = x.Arg(0)
 	}
 	what := "key " + name
-	algs := []v1.TSIGAlgorithm{v1.TSIGHMACSHA1, v1.TSIGHMACSHA224, v1.TSIGHMACSHA256, v1.TSIGHMACSHA384, v1.TSIGHMACSHA512}
-	if !slices.Contains(algs, v1.TSIGAlgorithm(alg)) {
-		c.res.Report.omit(s.Pos, what, "algorithm %q is not one of %v; clients must move to another key", alg, algs)
+	if !slices.Contains(v1.TSIGAlgorithms, v1.TSIGAlgorithm(alg)) {
+		c.res.Report.omit(s.Pos, what, "algorithm %q is not one of %v; clients must move to another key", alg, v1.TSIGAlgorithms)
 		return
 	}
 	if secret == "" {
@@ -279,59 +277,20 @@ func (c *converter) matchList(s *Statement) (out []v1.AddressMatchElement, why s
 		return nil, "it has no { } list"
 	}
 	for _, e := range s.Block {
-		var el v1.AddressMatchElement
-		w := e.Words
-		if len(w) > 0 && w[0].Text == "!" && !w[0].Quoted {
-			el.Negate, w = true, w[1:]
-		}
-		switch {
-		case e.HasBlock:
+		if e.HasBlock {
 			return nil, fmt.Sprintf("the nested list %q has no counterpart: make it an acl and name it", e.Text())
-		case len(w) == 2 && strings.EqualFold(w[0].Text, "key"):
-			k, ok := c.keys[dns.CanonicalName(w[1].Text)]
-			if !ok {
-				return nil, fmt.Sprintf("key %q is not imported", w[1].Text)
-			}
-			el.KeyRef = k
-		case len(w) == 1:
-			x := w[0].Text
-			if b := v1.BuiltinACL(strings.ToLower(x)); slices.Contains([]v1.BuiltinACL{v1.BuiltinAny, v1.BuiltinNone, v1.BuiltinLocalhost, v1.BuiltinLocalnets}, b) {
-				el.Builtin = b
-			} else if a, ok := c.acls[x]; ok {
-				el.ACLRef = a
-			} else if addr, ok := address(x); ok {
-				el.Address = addr
-			} else {
-				return nil, fmt.Sprintf("element %q is neither an address, a prefix, a key, a built-in nor an imported acl", x)
-			}
-		default:
-			return nil, fmt.Sprintf("element %q has no counterpart", e.Text())
+		}
+		el, why := element(e.Words, c.keyRef, func(name string) string { return c.acls[name] })
+		if why != "" {
+			return nil, why
 		}
 		out = append(out, el)
 	}
 	return out, ""
 }
 
-// address accepts an address or a prefix, as BIND writes them (a prefix
-// may leave out trailing zero octets: 10/8).
-func address(s string) (string, bool) {
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a.String(), true
-	}
-	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.String(), true
-	}
-	if i := strings.IndexByte(s, '/'); i > 0 && !strings.Contains(s, ":") {
-		octets := strings.Split(s[:i], ".")
-		for len(octets) < 4 {
-			octets = append(octets, "0")
-		}
-		if p, err := netip.ParsePrefix(strings.Join(octets, ".") + s[i:]); err == nil {
-			return p.String(), true
-		}
-	}
-	return "", false
-}
+// keyRef is the BindTSIGKey that holds a BIND key name ("" when none).
+func (c *converter) keyRef(name string) string { return c.keys[dns.CanonicalName(name)] }
 
 // cluster converts options { } into the BindCluster.
 func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
@@ -466,43 +425,16 @@ func forwarders(s *Statement) ([]v1.Forwarder, string) {
 		return nil, why
 	}
 	for _, e := range s.Block {
-		a, err := netip.ParseAddr(e.Keyword())
-		if err != nil || e.HasBlock {
+		if e.HasBlock {
 			return nil, fmt.Sprintf("forwarder %q is not an address (and an optional port)", e.Text())
 		}
-		p, why := portArg(e.Words[1:])
+		rs, why := server(e.Words, nil)
 		if why != "" {
 			return nil, why
 		}
-		if p == nil {
-			p = defPort
-		}
-		out = append(out, v1.Forwarder{Address: a.String(), Port: p})
+		out = append(out, v1.Forwarder{Address: rs.Address, Port: cmp.Or(rs.Port, defPort)})
 	}
 	return out, ""
-}
-
-// portArg reads "port N" (or nothing).
-func portArg(w []Word) (*int32, string) {
-	if len(w) == 0 {
-		return nil, ""
-	}
-	if len(w) == 2 && strings.EqualFold(w[0].Text, "port") {
-		n, err := strconv.ParseInt(w[1].Text, 10, 32)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Sprintf("port %q is not a port number", w[1].Text)
-		}
-		return ptr.To(int32(n)), ""
-	}
-	return nil, fmt.Sprintf("%q has no counterpart (only an address and a port are imported)", wordsText(w))
-}
-
-func wordsText(w []Word) string {
-	parts := make([]string, len(w))
-	for i, x := range w {
-		parts[i] = x.Text
-	}
-	return strings.Join(parts, " ")
 }
 
 // view converts a view and its zones.
@@ -704,32 +636,11 @@ func (c *converter) remoteServers(s *Statement) ([]v1.RemoteServer, string) {
 			out = append(out, l...)
 			continue
 		}
-		a, err := netip.ParseAddr(w[0].Text)
-		if err != nil {
-			return nil, fmt.Sprintf("primary %q is not an address (named primaries lists must be defined at the top level)", w[0].Text)
+		rs, why := server(w, c.keyRef)
+		if why != "" {
+			return nil, why
 		}
-		rs := v1.RemoteServer{Address: a.String(), Port: defPort}
-		for rest := w[1:]; len(rest) > 0; rest = rest[2:] {
-			if len(rest) < 2 {
-				return nil, fmt.Sprintf("%q has no counterpart", e.Text())
-			}
-			switch strings.ToLower(rest[0].Text) {
-			case "port":
-				p, why := portArg(rest[:2])
-				if why != "" {
-					return nil, why
-				}
-				rs.Port = p
-			case "key":
-				k, ok := c.keys[dns.CanonicalName(rest[1].Text)]
-				if !ok {
-					return nil, fmt.Sprintf("key %q is not imported", rest[1].Text)
-				}
-				rs.KeyRef = &v1.LocalObjectReference{Name: k}
-			default:
-				return nil, fmt.Sprintf("%q of %q has no counterpart (TLS transfers are not imported yet)", rest[0].Text, e.Text())
-			}
-		}
+		rs.Port = cmp.Or(rs.Port, defPort)
 		out = append(out, rs)
 	}
 	return out, ""

@@ -3,11 +3,12 @@ package importer
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -120,9 +121,9 @@ func (m *manifest) convert(scheme *runtime.Scheme) client.Object {
 		spec = map[string]any{}
 		m.obj["spec"] = spec
 	}
-	m.refs(spec)
-	m.lists(spec)
-	m.enums(spec)
+	eachMap(spec, refs)
+	eachMap(spec, m.lists)
+	eachMap(spec, enums)
 	switch kind {
 	case "BindTSIGKey":
 		if _, ok := spec["clusterRef"]; ok {
@@ -142,73 +143,112 @@ func (m *manifest) convert(scheme *runtime.Scheme) client.Object {
 // titleEnums are enum fields the old API wrote in lowercase.
 var titleEnums = []string{"mode", "forwardPolicy", "dnssecValidation"}
 
-// enums capitalises them, at any depth ("authoritative" → "Authoritative").
-func (m *manifest) enums(v any) {
+// eachMap calls f with every object inside v, outermost first.
+func eachMap(v any, f func(map[string]any)) {
 	switch x := v.(type) {
 	case map[string]any:
-		for k, c := range x {
-			if s, ok := c.(string); ok && s != "" && contains(titleEnums, k) {
-				x[k] = strings.ToUpper(s[:1]) + strings.ToLower(s[1:])
-				continue
-			}
-			m.enums(c)
+		f(x)
+		for _, c := range x {
+			eachMap(c, f)
 		}
 	case []any:
 		for _, c := range x {
-			m.enums(c)
+			eachMap(c, f)
 		}
 	}
 }
 
-// refs turns bare-name references into {name: ...}, at any depth.
-func (m *manifest) refs(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, f := range refFields {
-			if s, ok := x[f].(string); ok {
-				x[f] = map[string]any{"name": s}
-			}
-		}
-		for _, c := range x {
-			m.refs(c)
-		}
-	case []any:
-		for _, c := range x {
-			m.refs(c)
+// enums capitalises an object's lowercase enums ("authoritative" →
+// "Authoritative").
+func enums(x map[string]any) {
+	for _, k := range titleEnums {
+		if s, ok := x[k].(string); ok && s != "" {
+			x[k] = strings.ToUpper(s[:1]) + strings.ToLower(s[1:])
 		}
 	}
 }
 
-// lists converts string lists into this API's elements, at any depth.
-func (m *manifest) lists(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, c := range x {
-			items, ok := strings_(c)
-			switch {
-			case !ok:
-				m.lists(c)
-			case contains(matchListFields, k):
-				x[k] = m.elements(k, items)
-			case k == "forwarders":
-				x[k] = m.servers(k, items, false)
-			case k == "primaries" || k == "masters" || k == "defaultPrimaries":
-				x[k] = m.servers(k, items, true)
-			}
-		}
-		if ps, ok := x["masters"]; ok {
-			delete(x, "masters")
-			x["primaries"] = ps
-		}
-	case []any:
-		for _, c := range x {
-			m.lists(c)
+// refs turns an object's bare-name references into {name: ...}.
+func refs(x map[string]any) {
+	for _, f := range refFields {
+		if s, ok := x[f].(string); ok {
+			x[f] = map[string]any{"name": s}
 		}
 	}
 }
 
-// strings_ is the list's items when it is a non-empty list of strings.
-func strings_(v any) ([]string, bool) {
+// lists converts an object's string lists into this API's elements. A
+// list with an element that is not one is left out whole, as the
+// named.conf import does: a partial list would match other clients.
+func (m *manifest) lists(x map[string]any) {
+	for k, c := range x {
+		items, ok := stringList(c)
+		if !ok {
+			continue
+		}
+		var out []any
+		var why string
+		switch {
+		case slices.Contains(matchListFields, k):
+			out, why = convertEach(items, func(w []Word) (any, string) {
+				// Names are the objects' names; one that is not an
+				// address or built-in is an ACL, as named reads it.
+				same := func(name string) string { return name }
+				return element(w, same, same)
+			})
+		case k == "forwarders":
+			out, why = convertEach(items, func(w []Word) (any, string) {
+				rs, why := server(w, nil)
+				return v1.Forwarder{Address: rs.Address, Port: rs.Port}, why
+			})
+		case k == "primaries" || k == "masters" || k == "defaultPrimaries":
+			out, why = convertEach(items, func(w []Word) (any, string) {
+				return server(w, func(name string) string { return name })
+			})
+		default:
+			continue
+		}
+		if why != "" {
+			delete(x, k)
+			m.omit(k, "%s: the list is left out", why)
+			continue
+		}
+		x[k] = out
+	}
+	if ps, ok := x["masters"]; ok {
+		delete(x, "masters")
+		x["primaries"] = ps
+	}
+}
+
+// convertEach reads each string as named.conf words and converts it into
+// this API's JSON form; the first that fails says why.
+func convertEach(items []string, conv func([]Word) (any, string)) ([]any, string) {
+	out := make([]any, 0, len(items))
+	for _, it := range items {
+		w := words(it)
+		if w == nil {
+			return nil, fmt.Sprintf("%q is not one element", it)
+		}
+		v, why := conv(w)
+		if why != "" {
+			return nil, why
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err.Error()
+		}
+		var u map[string]any
+		if err := json.Unmarshal(b, &u); err != nil {
+			return nil, err.Error()
+		}
+		out = append(out, u)
+	}
+	return out, ""
+}
+
+// stringList is the list's items when it is a non-empty list of strings.
+func stringList(v any) ([]string, bool) {
 	l, ok := v.([]any)
 	if !ok || len(l) == 0 {
 		return nil, false
@@ -224,15 +264,6 @@ func strings_(v any) ([]string, bool) {
 	return out, true
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // words reads one element as named.conf would ("! key \"k\"" is three
 // words); nil when it is not one statement of words.
 func words(s string) []Word {
@@ -241,86 +272,6 @@ func words(s string) []Word {
 		return nil
 	}
 	return st[0].Words
-}
-
-// elements converts address_match_list strings. Names that are neither
-// addresses nor built-ins are ACLs, as named reads them.
-func (m *manifest) elements(field string, items []string) []any {
-	out := make([]any, 0, len(items))
-	for _, it := range items {
-		w := words(it)
-		el := map[string]any{}
-		if len(w) > 0 && w[0].Text == "!" && !w[0].Quoted {
-			el["negate"] = true
-			w = w[1:]
-		}
-		switch {
-		case len(w) == 2 && strings.EqualFold(w[0].Text, "key"):
-			el["keyRef"] = w[1].Text
-		case len(w) == 1:
-			x := w[0].Text
-			if contains([]string{"any", "none", "localhost", "localnets"}, strings.ToLower(x)) {
-				el["builtin"] = strings.ToLower(x)
-			} else if a, ok := address(x); ok {
-				el["address"] = a
-			} else {
-				el["aclRef"] = x
-			}
-		default:
-			m.omit(fmt.Sprintf("%s %q", field, it), "the element is not an address, a prefix, a key, a built-in or an ACL name: the list is imported without it")
-			continue
-		}
-		out = append(out, el)
-	}
-	return out
-}
-
-// portOrKey are the words a server string may have after its address
-// ("192.0.2.1 port 5353 key k").
-var portOrKey = regexp.MustCompile(`^(?i:port|key)$`)
-
-// servers converts forwarder or primary strings.
-func (m *manifest) servers(field string, items []string, keyed bool) []any {
-	out := make([]any, 0, len(items))
-	for _, it := range items {
-		w := words(it)
-		if len(w) == 0 {
-			continue
-		}
-		a, err := netip.ParseAddr(w[0].Text)
-		if err != nil {
-			m.omit(fmt.Sprintf("%s %q", field, it), "not an address: the list is imported without it")
-			continue
-		}
-		s := map[string]any{"address": a.String()}
-		ok := true
-		for rest := w[1:]; len(rest) > 0; rest = rest[2:] {
-			if len(rest) < 2 || !portOrKey.MatchString(rest[0].Text) {
-				ok = false
-				break
-			}
-			if strings.EqualFold(rest[0].Text, "port") {
-				p, why := portArg(rest[:2])
-				if why != "" {
-					ok = false
-					break
-				}
-				s["port"] = int64(*p)
-			} else {
-				if !keyed {
-					ok = false
-					break
-				}
-				s["keyRef"] = map[string]any{"name": rest[1].Text}
-			}
-		}
-		if !ok {
-			m.omit(fmt.Sprintf("%s %q", field, it), "only an address, a port and (for primaries) a key are imported: the list is imported without it")
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // zone: the type's case, and dynamicUpdate.

@@ -103,3 +103,25 @@ func FuzzConvertManifests(f *testing.F) {
 		_, _ = ConvertManifests("f", b)
 	})
 }
+
+// TestConvertManifestsLeavesOutAListWhole: a list with an element this API
+// cannot hold is left out whole and reported, as the named.conf import
+// does: part of an access list would match other clients.
+func TestConvertManifestsLeavesOutAListWhole(t *testing.T) {
+	g := NewWithT(t)
+	res, err := ConvertManifests("m.yaml", []byte(`apiVersion: bind.unkin.net/v1alpha1
+kind: BindZone
+metadata: {name: z, namespace: dns}
+spec:
+  clusterRef: c
+  zoneName: z.example
+  allowTransfer: ["key k", "192.0.2.1 port 53"]
+  allowQuery: ["!192.0.2.9", "any"]
+`))
+	g.Expect(err).NotTo(HaveOccurred())
+	z := byName[*v1.BindZone](res.Objects, "z")
+	g.Expect(z.Spec.AllowTransfer).To(BeNil())
+	g.Expect(z.Spec.AllowQuery).To(Equal([]v1.AddressMatchElement{{Address: "192.0.2.9", Negate: true}, {Builtin: v1.BuiltinAny}}))
+	g.Expect(res.Report.Findings).To(HaveLen(1))
+	g.Expect(res.Report.Findings[0].String()).To(Equal(`m.yaml#1: omitted: BindZone z: allowTransfer: element "192.0.2.1 port 53" has no counterpart: the list is left out`))
+}

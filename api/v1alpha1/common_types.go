@@ -65,6 +65,9 @@ const (
 	BuiltinLocalnets BuiltinACL = "localnets"
 )
 
+// BuiltinACLs are the lists of the enum above, in its order.
+var BuiltinACLs = []BuiltinACL{BuiltinAny, BuiltinNone, BuiltinLocalhost, BuiltinLocalnets}
+
 // AddressMatchElement is one element of a BIND address_match_list. Exactly
 // one of address, aclRef, keyRef and builtin is set; negate turns the element
 // into "! element". Elements are structured rather than free text so that no

@@ -106,7 +106,10 @@ func TestCRDEnumsAreTheConstants(t *testing.T) {
 	for i, a := range TSIGAlgorithms {
 		tsig[i] = a
 	}
-	builtins := []any{BuiltinAny, BuiltinNone, BuiltinLocalhost, BuiltinLocalnets}
+	builtins := make([]any, len(BuiltinACLs))
+	for i, b := range BuiltinACLs {
+		builtins[i] = b
+	}
 	for _, tc := range []struct {
 		plural, path string
 		want         []any
