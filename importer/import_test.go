@@ -63,6 +63,16 @@ func TestImportGolden(t *testing.T) {
 	}
 }
 
+// importTree imports named.conf of a tree of files (namespace n, cluster c).
+func importTree(t *testing.T, files map[string]string) *Result {
+	t.Helper()
+	res, err := Import(Options{Root: writeTree(t, files), Config: "named.conf", Namespace: "n", Cluster: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func byName[T client.Object](objs []client.Object, name string) T {
 	var zero T
 	for _, o := range objs {
@@ -179,13 +189,11 @@ func TestImportKeepsKeyMaterialInSecrets(t *testing.T) {
 // and the other zones still import.
 func TestImportReportsWhatItCannotRead(t *testing.T) {
 	g := NewWithT(t)
-	root := writeTree(t, map[string]string{
+	res := importTree(t, map[string]string{
 		"named.conf": "options { recursion no; };\nzone \"a.example\" { type primary; file \"db.a\"; };\nzone \"b.example\" { type primary; file \"db.b\"; };\n",
 		"db.a":       "$TTL 60\n@ SOA ns hm 1 2 3 4 5\n@ NS ns.example.net.\nbad A not-an-address\n",
 		"db.b":       "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
 	})
-	res, err := Import(Options{Root: root, Config: "named.conf", Namespace: "n", Cluster: "c"})
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Report.Findings).To(HaveLen(1))
 	f := res.Report.Findings[0]
 	g.Expect(f.String()).To(And(HavePrefix("named.conf:2: omitted: zone a.example: its zone file cannot be read"), ContainSubstring("/db.a"), ContainSubstring("line: 4")))
@@ -199,12 +207,10 @@ func TestImportReportsWhatItCannotRead(t *testing.T) {
 // BindZone cannot hold (etcd's object limit) is reported, not emitted.
 func TestImportRefusesZonesTooLargeForAnObject(t *testing.T) {
 	g := NewWithT(t)
-	root := writeTree(t, map[string]string{
+	res := importTree(t, map[string]string{
 		"named.conf": "zone \"big.example\" { type primary; file \"db\"; };\n",
 		"db":         "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n$GENERATE 1-30000 h$ A 192.0.2.1\n",
 	})
-	res, err := Import(Options{Root: root, Config: "named.conf", Namespace: "n", Cluster: "c"})
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(byName[*v1.BindZone](res.Objects, "big.example")).To(BeNil())
 	g.Expect(res.Report.Findings).To(ContainElement(HaveField("Why", HavePrefix("its 30001 record sets"))))
 }
@@ -214,7 +220,7 @@ func TestImportRefusesZonesTooLargeForAnObject(t *testing.T) {
 // named does; a secondary zone too.
 func TestImportInheritsLists(t *testing.T) {
 	g := NewWithT(t)
-	root := writeTree(t, map[string]string{
+	res := importTree(t, map[string]string{
 		"named.conf": `options { recursion no; allow-transfer { key "k"; }; };
 key "k" { algorithm hmac-sha256; secret "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0IQ=="; };
 view "v" {
@@ -229,8 +235,6 @@ view "w" {
 `,
 		"db": "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
 	})
-	res, err := Import(Options{Root: root, Config: "named.conf", Namespace: "n", Cluster: "c"})
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(Validate(res.Objects)).To(BeEmpty())
 	a := byName[*v1.BindZone](res.Objects, "a.example")
 	g.Expect(a.Spec.AllowTransfer).To(Equal([]v1.AddressMatchElement{{Address: "192.0.2.0/24"}}), "the view's")
@@ -248,12 +252,10 @@ view "w" {
 // once, without the allow-list.
 func TestImportReportsOptionsExtraOptionsRefuses(t *testing.T) {
 	g := NewWithT(t)
-	root := writeTree(t, map[string]string{
+	res := importTree(t, map[string]string{
 		"named.conf": "options {\n\trecursion no;\n\tdialup yes;\n\tmax-cache-size 64m;\n};\nzone \"a.example\" { type primary; file \"db\"; };\n",
 		"db":         "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
 	})
-	res, err := Import(Options{Root: root, Config: "named.conf", Namespace: "n", Cluster: "c"})
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(byName[*v1.BindCluster](res.Objects, "c").Spec.ExtraOptions).To(Equal([]string{"max-cache-size 64m;"}))
 	g.Expect(res.Report.Findings).To(HaveLen(1))
 	f := res.Report.Findings[0]

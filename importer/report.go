@@ -1,9 +1,12 @@
 package importer
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Outcome is how an import ended, and the command's exit status.
@@ -73,11 +76,11 @@ func (r *Report) Outcome() Outcome {
 
 // Write prints every finding, one per line, then a summary by reason.
 func (r *Report) Write(w io.Writer) {
-	sort.SliceStable(r.Findings, func(i, j int) bool {
-		a, b := r.Findings[i].Pos, r.Findings[j].Pos
-		return a.File < b.File || (a.File == b.File && a.Line < b.Line)
+	findings := slices.Clone(r.Findings)
+	slices.SortStableFunc(findings, func(a, b Finding) int {
+		return cmp.Or(strings.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line))
 	})
-	for _, f := range r.Findings {
+	for _, f := range findings {
 		_, _ = fmt.Fprintln(w, f)
 	}
 	why := map[string]int{}
