@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -207,8 +208,8 @@ func scrapeConfigs(ctx context.Context, objs monitoringObjects, kubeconfig, dir 
 					"job_name":              fmt.Sprintf("%s/%s/%s/%d", kind.prefix, m.Metadata.Namespace, m.Metadata.Name, i),
 					"kubernetes_sd_configs": []any{sd},
 					"relabel_configs":       relabel,
-					"metrics_path":          orDefault(ep.Path, "/metrics"),
-					"scheme":                orDefault(ep.Scheme, "http"),
+					"metrics_path":          cmp.Or(ep.Path, "/metrics"),
+					"scheme":                cmp.Or(ep.Scheme, "http"),
 				}
 				if ep.Interval != "" {
 					sc["scrape_interval"] = ep.Interval
@@ -218,7 +219,7 @@ func scrapeConfigs(ctx context.Context, objs monitoringObjects, kubeconfig, dir 
 					if err != nil {
 						return nil, err
 					}
-					sc["authorization"] = map[string]any{"type": orDefault(a.Type, "Bearer"), "credentials_file": f}
+					sc["authorization"] = map[string]any{"type": cmp.Or(a.Type, "Bearer"), "credentials_file": f}
 				}
 				if tc := ep.TLSConfig; tc != nil {
 					f, err := secretFile(m.Metadata.Namespace, tc.CA.Secret)
@@ -232,13 +233,6 @@ func scrapeConfigs(ctx context.Context, objs monitoringObjects, kubeconfig, dir 
 		}
 	}
 	return out, nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // hasOnce replaces old with new in s, failing when old is not there
