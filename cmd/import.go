@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -23,7 +25,7 @@ const (
 
 // runImport is `bind-operator import`: it reads an existing BIND's
 // named.conf (and what it includes, its zone files and keys) and writes
-// the objects that serve the same zones, or, with --manifests, converts
+// the objects that serve the same zones, or, with --from-manifests, converts
 // manifests written for the operator this project descends from
 // (docs/migrating.md). The key
 // material goes only into secrets.yaml, mode 0600, never to the terminal.
@@ -36,14 +38,16 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	var opts importer.Options
 	fs.StringVar(&opts.Root, "root", "/", "the folder the server's paths are resolved in: / on the server itself, or a copy of its files")
 	fs.StringVar(&opts.Config, "config", "/etc/bind/named.conf", "named.conf's path, as the server sees it")
-	fs.StringVar(&opts.Namespace, "namespace", "", "the namespace of the objects (required, except with --manifests: there it fills in objects that name none)")
-	fs.StringVar(&opts.Cluster, "cluster", "", "the name of the BindCluster that serves the zones (required, except with --manifests)")
+	fs.StringVar(&opts.Namespace, "namespace", "", "the namespace of the objects (required, except with --from-manifests: there it fills in objects that name none)")
+	fs.StringVar(&opts.Cluster, "cluster", "", "the name of the BindCluster that serves the zones (required, except with --from-manifests)")
 	out := fs.String("out", "", "the folder to write "+importObjectsFile+" and "+importSecretsFile+" into (required)")
 	var manifests []string
-	fs.Func("manifests", "convert this file of manifests written for the operator this project descends from, instead of reading a named.conf (repeatable)", func(v string) error {
+	fromManifests := func(v string) error {
 		manifests = append(manifests, v)
 		return nil
-	})
+	}
+	fs.Func("from-manifests", "convert the manifests in this file or folder (every .yaml, .yml and .json file under it), written for the operator this project descends from or exported from its cluster with kubectl get -o yaml, instead of reading a named.conf (repeatable)", fromManifests)
+	fs.Func("manifests", "the same as --from-manifests (its earlier name)", fromManifests)
 	validate := fs.Bool("validate", false, "run every emitted object through the admission rules that need no API server, and fail on a refusal")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -61,7 +65,7 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	case *out == "":
 		return fail("--out is required")
 	case len(manifests) == 0 && (opts.Namespace == "" || opts.Cluster == ""):
-		return fail("--namespace and --cluster are required (or --manifests)")
+		return fail("--namespace and --cluster are required (or --from-manifests)")
 	}
 	var res *importer.Result
 	var err error
@@ -112,9 +116,39 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	return res.Report.Outcome()
 }
 
-// convertManifests converts each file; objects without a namespace get
-// namespace when it is set.
-func convertManifests(files []string, namespace string) (*importer.Result, error) {
+// convertManifests converts each file, and every manifest file under each
+// folder (in name order); objects without a namespace get namespace when
+// it is set.
+func convertManifests(paths []string, namespace string) (*importer.Result, error) {
+	var files []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch strings.ToLower(filepath.Ext(path)) {
+			case ".yaml", ".yml", ".json":
+				if !d.IsDir() {
+					files = append(files, path)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no .yaml, .yml or .json file in %s", strings.Join(paths, ", "))
+	}
 	all := &importer.Result{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

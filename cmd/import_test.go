@@ -76,20 +76,41 @@ func TestImportSubcommandExitStatus(t *testing.T) {
 	g.Expect(stderr.String()).To(ContainSubstring("--out is required"))
 	stderr.Reset()
 	g.Expect(runImport([]string{"--root", fixture("server"), "--out", t.TempDir()}, &stderr)).To(Equal(importer.Failed))
-	g.Expect(stderr.String()).To(ContainSubstring("--namespace and --cluster are required (or --manifests)"))
+	g.Expect(stderr.String()).To(ContainSubstring("--namespace and --cluster are required (or --from-manifests)"))
 }
 
-// TestImportSubcommandManifests: --manifests converts the predecessor's
-// manifests; what it leaves out makes the status 3.
+// TestImportSubcommandManifests: --from-manifests converts the
+// predecessor's manifests, a file or every manifest file under a folder
+// (kubectl's exported Lists among them); what it leaves out makes the
+// status 3. --manifests is its earlier name.
 func TestImportSubcommandManifests(t *testing.T) {
 	g := NewWithT(t)
-	var stderr bytes.Buffer
-	out := t.TempDir()
-	g.Expect(runImport([]string{"--manifests", fixture("seed/manifests.yaml"), "--out", out, "--validate"}, &stderr)).To(Equal(importer.WithOmissions), stderr.String())
-	g.Expect(stderr.String()).To(ContainSubstring("spec.notify: this API's BindZone has no such field"))
-	objects, err := os.ReadFile(filepath.Join(out, importObjectsFile))
+	seed, err := os.ReadFile(fixture("seed/manifests.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(strings.Count(string(objects), "\nkind: ")).To(Equal(12))
+	dir := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(dir, "exported"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "seed.yaml"), seed, 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "exported", "acls.json"), []byte(`{"apiVersion":"v1","kind":"List","items":[
+{"apiVersion":"bind.unkin.net/v1alpha1","kind":"BindACL","metadata":{"name":"lab","namespace":"dns","uid":"u"},"spec":{"entries":["192.0.2.0/24"]}}]}`), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "README.md"), []byte("not a manifest"), 0o644)).To(Succeed())
+	for flag, path := range map[string]string{"--from-manifests": dir, "--manifests": fixture("seed/manifests.yaml")} {
+		var stderr bytes.Buffer
+		out := t.TempDir()
+		g.Expect(runImport([]string{flag, path, "--out", out, "--validate"}, &stderr)).To(Equal(importer.WithOmissions), stderr.String())
+		g.Expect(stderr.String()).To(ContainSubstring("spec.notify: this API's BindZone has no such field"))
+		g.Expect(stderr.String()).To(ContainSubstring(`converted: BindZone static: spec.type: "master" is now "Primary"`))
+		objects, err := os.ReadFile(filepath.Join(out, importObjectsFile))
+		g.Expect(err).NotTo(HaveOccurred())
+		want := 13
+		if path == dir {
+			want++ // the exported ACL
+			g.Expect(stderr.String()).To(ContainSubstring(`acls.json#1: converted: BindACL lab: spec.entries: ["192.0.2.0/24"] is now [{"address":"192.0.2.0/24"}]`))
+		}
+		g.Expect(strings.Count(string(objects), "\nkind: ")).To(Equal(want))
+	}
+	var stderr bytes.Buffer
+	g.Expect(runImport([]string{"--from-manifests", t.TempDir(), "--out", t.TempDir()}, &stderr)).To(Equal(importer.Failed))
+	g.Expect(stderr.String()).To(ContainSubstring("no .yaml, .yml or .json file in"))
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }

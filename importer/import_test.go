@@ -127,7 +127,7 @@ func TestImportFixture(t *testing.T) {
 
 	var omitted, replaced []string
 	for _, f := range res.Report.Findings {
-		if f.Replaced {
+		if f.Kind == Replaced {
 			replaced = append(replaced, f.What)
 		} else {
 			omitted = append(omitted, f.Pos.String()+" "+f.What)

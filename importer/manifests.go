@@ -40,9 +40,9 @@ var matchListFields = []string{"allowTransfer", "allowQuery", "matchClients", "m
 // maxDecodeRounds bounds the unknown-field removals of one object.
 const maxDecodeRounds = 64
 
-// ConvertManifests converts every document of data (YAML, "---"
-// separated; file names it in the report). Documents of other API groups
-// are reported and left out.
+// ConvertManifests converts every document of data (YAML or JSON, "---"
+// separated, a List's items too; file names it in the report). Documents
+// of other API groups are reported and left out.
 func ConvertManifests(file string, data []byte) (*Result, error) {
 	scheme := runtime.NewScheme()
 	if err := v1.AddToScheme(scheme); err != nil {
@@ -65,9 +65,21 @@ func ConvertManifests(file string, data []byte) (*Result, error) {
 		if len(obj) == 0 {
 			continue
 		}
-		m := &manifest{file: file, doc: doc, obj: obj, report: &res.Report}
-		if o := m.convert(scheme); o != nil {
-			res.Objects = append(res.Objects, o)
+		// `kubectl get -o yaml` of several objects writes one List.
+		objs := []map[string]any{obj}
+		if items, ok := obj["items"].([]any); ok && obj["kind"] == "List" {
+			objs = objs[:0]
+			for _, it := range items {
+				if o, ok := it.(map[string]any); ok {
+					objs = append(objs, o)
+				}
+			}
+		}
+		for _, o := range objs {
+			m := &manifest{file: file, doc: doc, obj: o, report: &res.Report}
+			if c := m.convert(scheme); c != nil {
+				res.Objects = append(res.Objects, c)
+			}
 		}
 	}
 	return res, nil
@@ -107,34 +119,50 @@ func (m *manifest) convert(scheme *runtime.Scheme) client.Object {
 	}
 	// What the API server wrote: a stored object exported with
 	// `kubectl get -o yaml` carries it.
-	delete(m.obj, "status")
+	var written []string
+	if _, ok := m.obj["status"]; ok {
+		delete(m.obj, "status")
+		written = append(written, "status")
+	}
 	if md, ok := m.obj["metadata"].(map[string]any); ok {
 		for _, k := range []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "finalizers", "ownerReferences"} {
-			delete(md, k)
+			if _, ok := md[k]; ok {
+				delete(md, k)
+				written = append(written, "metadata."+k)
+			}
 		}
 		if a, ok := md["annotations"].(map[string]any); ok {
-			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+			const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+			if _, ok := a[lastApplied]; ok {
+				delete(a, lastApplied)
+				written = append(written, "metadata.annotations."+lastApplied)
+			}
 		}
+	}
+	if len(written) > 0 {
+		m.replace(strings.Join(written, ", "), "written by the API server and the operator, not by you: left out")
 	}
 	spec, _ := m.obj["spec"].(map[string]any)
 	if spec == nil {
 		spec = map[string]any{}
 		m.obj["spec"] = spec
 	}
-	eachMap(spec, refs)
-	eachMap(spec, m.lists)
-	eachMap(spec, enums)
-	switch kind {
-	case "BindTSIGKey":
+	if kind == "BindTSIGKey" {
 		if _, ok := spec["clusterRef"]; ok {
 			delete(spec, "clusterRef")
 			m.replace("spec.clusterRef", "a key belongs to its namespace: the clusters that use it name it")
 		}
+	}
+	eachMap("spec", spec, m.refs)
+	eachMap("spec", spec, m.lists)
+	eachMap("spec", spec, m.enums)
+	switch kind {
 	case "BindZone":
 		m.zone(spec)
 	case "DNSRecord":
-		if t, ok := spec["type"].(string); ok {
+		if t, ok := spec["type"].(string); ok && strings.ToUpper(t) != t {
 			spec["type"] = strings.ToUpper(t)
+			m.changed("spec.type", t, spec["type"])
 		}
 	}
 	return m.decode(scheme, gvk)
@@ -143,36 +171,71 @@ func (m *manifest) convert(scheme *runtime.Scheme) client.Object {
 // titleEnums are enum fields the old API wrote in lowercase.
 var titleEnums = []string{"mode", "forwardPolicy", "dnssecValidation"}
 
-// eachMap calls f with every object inside v, outermost first.
-func eachMap(v any, f func(map[string]any)) {
+// eachMap calls f with every object inside v and its path (spec,
+// spec.recursion, spec.records[2]), outermost first, keys in order so the
+// report is the same on every run.
+func eachMap(path string, v any, f func(string, map[string]any)) {
 	switch x := v.(type) {
 	case map[string]any:
-		f(x)
-		for _, c := range x {
-			eachMap(c, f)
+		f(path, x)
+		for _, k := range sortedKeys(x) {
+			eachMap(path+"."+k, x[k], f)
 		}
 	case []any:
-		for _, c := range x {
-			eachMap(c, f)
+		for i, c := range x {
+			eachMap(fmt.Sprintf("%s[%d]", path, i), c, f)
 		}
 	}
 }
 
+func sortedKeys(x map[string]any) []string {
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// changed reports that the field at path, written as from, is now to.
+func (m *manifest) changed(path string, from, to any) {
+	m.report.converted(m.pos(), m.name()+": "+path, "%s is now %s", compact(from), compact(to))
+}
+
+// maxShown bounds a value shown in the report.
+const maxShown = 200
+
+// compact is v as one line of JSON, bounded.
+func compact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > maxShown {
+		return string(b[:maxShown]) + "…"
+	}
+	return string(b)
+}
+
 // enums capitalises an object's lowercase enums ("authoritative" →
 // "Authoritative").
-func enums(x map[string]any) {
+func (m *manifest) enums(path string, x map[string]any) {
 	for _, k := range titleEnums {
 		if s, ok := x[k].(string); ok && s != "" {
-			x[k] = strings.ToUpper(s[:1]) + strings.ToLower(s[1:])
+			if t := strings.ToUpper(s[:1]) + strings.ToLower(s[1:]); t != s {
+				x[k] = t
+				m.changed(path+"."+k, s, t)
+			}
 		}
 	}
 }
 
 // refs turns an object's bare-name references into {name: ...}.
-func refs(x map[string]any) {
+func (m *manifest) refs(path string, x map[string]any) {
 	for _, f := range refFields {
 		if s, ok := x[f].(string); ok {
 			x[f] = map[string]any{"name": s}
+			m.changed(path+"."+f, s, x[f])
 		}
 	}
 }
@@ -180,9 +243,9 @@ func refs(x map[string]any) {
 // lists converts an object's string lists into this API's elements. A
 // list with an element that is not one is left out whole, as the
 // named.conf import does: a partial list would match other clients.
-func (m *manifest) lists(x map[string]any) {
-	for k, c := range x {
-		items, ok := stringList(c)
+func (m *manifest) lists(path string, x map[string]any) {
+	for _, k := range sortedKeys(x) {
+		items, ok := stringList(x[k])
 		if !ok {
 			continue
 		}
@@ -210,14 +273,16 @@ func (m *manifest) lists(x map[string]any) {
 		}
 		if why != "" {
 			delete(x, k)
-			m.omit(k, "%s: the list is left out", why)
+			m.omit(path+"."+k, "%s: the list is left out", why)
 			continue
 		}
 		x[k] = out
+		m.changed(path+"."+k, items, out)
 	}
 	if ps, ok := x["masters"]; ok {
 		delete(x, "masters")
 		x["primaries"] = ps
+		m.report.converted(m.pos(), m.name()+": "+path+".masters", "renamed %s.primaries", path)
 	}
 }
 
@@ -277,15 +342,20 @@ func words(s string) []Word {
 // zone: the type's case, and dynamicUpdate.
 func (m *manifest) zone(spec map[string]any) {
 	if t, ok := spec["type"].(string); ok {
+		to := t
 		switch strings.ToLower(t) {
 		case "primary", "master":
-			spec["type"] = string(v1.ZonePrimary)
+			to = string(v1.ZonePrimary)
 		case "secondary", "slave":
-			spec["type"] = string(v1.ZoneSecondary)
+			to = string(v1.ZoneSecondary)
 		case "forward":
-			spec["type"] = string(v1.ZoneForward)
+			to = string(v1.ZoneForward)
 		case "stub":
-			spec["type"] = string(v1.ZoneStub)
+			to = string(v1.ZoneStub)
+		}
+		if to != t {
+			spec["type"] = to
+			m.changed("spec.type", t, to)
 		}
 	}
 	du, has := spec["dynamicUpdate"]

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"os"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestConvertManifests(t *testing.T) {
 	g := NewWithT(t)
 	res := convertSeed(t)
 	g.Expect(Validate(res.Objects)).To(BeEmpty())
-	g.Expect(res.Objects).To(HaveLen(12))
+	g.Expect(res.Objects).To(HaveLen(13))
 
 	key := byName[*v1.BindTSIGKey](res.Objects, "externaldns-key")
 	g.Expect(key.Spec.SecretTemplate.Annotations).To(HaveKey("reflector.v1.k8s.emberstack.com/reflection-allowed"))
@@ -76,18 +77,72 @@ func TestConvertManifests(t *testing.T) {
 	g.Expect(corp.Spec.ViewRef).To(Equal(&v1.LocalObjectReference{Name: "offices"}))
 	g.Expect(corp.Spec.ForwardPolicy).To(Equal(v1.ForwardOnly))
 
-	var lines []string
+	var lines, converted []string
 	for _, f := range res.Report.Findings {
+		if f.Kind == Converted {
+			converted = append(converted, f.String())
+			continue
+		}
 		lines = append(lines, f.String())
 	}
 	g.Expect(lines).To(ConsistOf(
 		"manifests.yaml#1: replaced: BindTSIGKey transfer-key: spec.clusterRef: a key belongs to its namespace: the clusters that use it name it",
 		"manifests.yaml#2: replaced: BindTSIGKey externaldns-key: spec.clusterRef: a key belongs to its namespace: the clusters that use it name it",
+		"manifests.yaml#3: replaced: BindCluster r: status, metadata.resourceVersion, metadata.uid, metadata.creationTimestamp, metadata.generation: written by the API server and the operator, not by you: left out",
 		"manifests.yaml#5: replaced: BindZone main: spec.dynamicUpdate: spec.updateKeyRef alone allows the key's updates",
 		`manifests.yaml#5: omitted: BindZone main: spec.notify: this API's BindZone has no such field`,
 		"manifests.yaml#6: replaced: BindZone static: spec.updateKeyRef: updates were off (dynamicUpdate: false), and an updateKeyRef would allow them: left out",
 		"manifests.yaml#13: omitted: ConfigMap unrelated: the object: it is not one of this API's kinds (bind.unkin.net/v1alpha1): apply it as it is if you still need it",
 	))
+	// Every change is said field by field: one line per field changed.
+	g.Expect(converted).To(HaveLen(34))
+	g.Expect(converted).To(ContainElements(
+		`manifests.yaml#3: converted: BindCluster r: spec.transferKeyRef: "transfer-key" is now {"name":"transfer-key"}`,
+		`manifests.yaml#5: converted: BindZone main: spec.allowTransfer: ["key transfer-key","10.0.0.0/8","!192.0.2.99"] is now [{"keyRef":"transfer-key"},{"address":"10.0.0.0/8"},{"address":"192.0.2.99","negate":true}]`,
+		`manifests.yaml#6: converted: BindZone static: spec.type: "master" is now "Primary"`,
+		`manifests.yaml#7: converted: BindZone partner: spec.masters: renamed spec.primaries`,
+		`manifests.yaml#8: converted: DNSRecord api: spec.type: "cname" is now "CNAME"`,
+		`manifests.yaml#10: converted: BindCluster resolver: spec.recursion.forwardPolicy: "first" is now "First"`,
+	))
+}
+
+// TestConvertManifestsReadsAList: `kubectl get -o yaml` of several
+// objects is one List; its items are converted, and the report is the
+// same on every run.
+func TestConvertManifestsReadsAList(t *testing.T) {
+	g := NewWithT(t)
+	list := []byte(`apiVersion: v1
+kind: List
+items:
+- apiVersion: bind.unkin.net/v1alpha1
+  kind: BindACL
+  metadata: {name: a, namespace: dns, resourceVersion: "7"}
+  spec: {entries: ["10.0.0.0/8", "key k"]}
+- apiVersion: bind.unkin.net/v1alpha1
+  kind: BindView
+  metadata: {name: v, namespace: dns}
+  spec: {clusterRef: c, order: 1, matchClients: ["a"], matchDestinations: ["any"]}
+`)
+	res, err := ConvertManifests("export.yaml", list)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Objects).To(HaveLen(2))
+	g.Expect(Validate(res.Objects)).To(BeEmpty())
+	var first bytes.Buffer
+	res.Report.Write(&first)
+	for range 5 {
+		again, err := ConvertManifests("export.yaml", list)
+		g.Expect(err).NotTo(HaveOccurred())
+		var b bytes.Buffer
+		again.Report.Write(&b)
+		g.Expect(b.String()).To(Equal(first.String()))
+	}
+	g.Expect(first.String()).To(Equal(`export.yaml#1: replaced: BindACL a: metadata.resourceVersion: written by the API server and the operator, not by you: left out
+export.yaml#1: converted: BindACL a: spec.entries: ["10.0.0.0/8","key k"] is now [{"address":"10.0.0.0/8"},{"keyRef":"k"}]
+export.yaml#1: converted: BindView v: spec.clusterRef: "c" is now {"name":"c"}
+export.yaml#1: converted: BindView v: spec.matchClients: ["a"] is now [{"aclRef":"a"}]
+export.yaml#1: converted: BindView v: spec.matchDestinations: ["any"] is now [{"builtin":"any"}]
+0 omitted, 1 replaced by the operator, 4 converted
+`))
 }
 
 // FuzzConvertManifests: any document is converted or reported, never a
@@ -122,6 +177,7 @@ spec:
 	z := byName[*v1.BindZone](res.Objects, "z")
 	g.Expect(z.Spec.AllowTransfer).To(BeNil())
 	g.Expect(z.Spec.AllowQuery).To(Equal([]v1.AddressMatchElement{{Address: "192.0.2.9", Negate: true}, {Builtin: v1.BuiltinAny}}))
-	g.Expect(res.Report.Findings).To(HaveLen(1))
-	g.Expect(res.Report.Findings[0].String()).To(Equal(`m.yaml#1: omitted: BindZone z: allowTransfer: element "192.0.2.1 port 53" has no counterpart: the list is left out`))
+	g.Expect(res.Report.Omitted()).To(Equal(1))
+	g.Expect(res.Report.Findings).To(ContainElement(HaveField("String()",
+		`m.yaml#1: omitted: BindZone z: spec.allowTransfer: element "192.0.2.1 port 53" has no counterpart: the list is left out`)))
 }

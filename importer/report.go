@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -24,22 +25,40 @@ const (
 	WithOmissions Outcome = 3
 )
 
-// Finding is one statement or record that was not imported as written.
-type Finding struct {
-	Pos  Pos
-	What string // the statement or record
-	Why  string // what happened to it, and what to do
+// FindingKind says what happened to what a finding names.
+type FindingKind int
+
+const (
+	// Omitted: left out, a loss the report asks the user to look at.
+	Omitted FindingKind = iota
 	// Replaced: the operator does this itself (listen-on, controls,
 	// logging, the zone's file…); not a loss.
-	Replaced bool
+	Replaced
+	// Converted: written in this API's shape, meaning the same.
+	Converted
+)
+
+func (k FindingKind) String() string {
+	switch k {
+	case Replaced:
+		return "replaced"
+	case Converted:
+		return "converted"
+	}
+	return "omitted"
+}
+
+// Finding is one statement, record or field that was not imported as
+// written.
+type Finding struct {
+	Pos  Pos
+	What string // the statement, record or field
+	Why  string // what happened to it, and what to do
+	Kind FindingKind
 }
 
 func (f Finding) String() string {
-	kind := "omitted"
-	if f.Replaced {
-		kind = "replaced"
-	}
-	return fmt.Sprintf("%s: %s: %s: %s", f.Pos, kind, f.What, f.Why)
+	return fmt.Sprintf("%s: %s: %s: %s", f.Pos, f.Kind, f.What, f.Why)
 }
 
 // Report is every finding of an import.
@@ -52,19 +71,26 @@ func (r *Report) omit(pos Pos, what, why string, args ...any) {
 }
 
 func (r *Report) replace(pos Pos, what, why string, args ...any) {
-	r.Findings = append(r.Findings, Finding{Pos: pos, What: what, Why: fmt.Sprintf(why, args...), Replaced: true})
+	r.Findings = append(r.Findings, Finding{Pos: pos, What: what, Why: fmt.Sprintf(why, args...), Kind: Replaced})
 }
 
-// Omitted is the number of findings that are losses.
-func (r *Report) Omitted() int {
+func (r *Report) converted(pos Pos, what, why string, args ...any) {
+	r.Findings = append(r.Findings, Finding{Pos: pos, What: what, Why: fmt.Sprintf(why, args...), Kind: Converted})
+}
+
+// count is the number of findings of kind k.
+func (r *Report) count(k FindingKind) int {
 	n := 0
 	for _, f := range r.Findings {
-		if !f.Replaced {
+		if f.Kind == k {
 			n++
 		}
 	}
 	return n
 }
+
+// Omitted is the number of findings that are losses.
+func (r *Report) Omitted() int { return r.count(Omitted) }
 
 // Outcome is Whole without omissions, WithOmissions otherwise.
 func (r *Report) Outcome() Outcome {
@@ -78,14 +104,14 @@ func (r *Report) Outcome() Outcome {
 func (r *Report) Write(w io.Writer) {
 	findings := slices.Clone(r.Findings)
 	slices.SortStableFunc(findings, func(a, b Finding) int {
-		return cmp.Or(strings.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line))
+		return cmp.Or(compareFiles(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line))
 	})
 	for _, f := range findings {
 		_, _ = fmt.Fprintln(w, f)
 	}
 	why := map[string]int{}
 	for _, f := range r.Findings {
-		if !f.Replaced {
+		if f.Kind == Omitted {
 			why[f.Why]++
 		}
 	}
@@ -96,8 +122,28 @@ func (r *Report) Write(w io.Writer) {
 	sort.Slice(keys, func(i, j int) bool {
 		return why[keys[i]] > why[keys[j]] || (why[keys[i]] == why[keys[j]] && keys[i] < keys[j])
 	})
-	_, _ = fmt.Fprintf(w, "%d omitted, %d replaced by the operator\n", r.Omitted(), len(r.Findings)-r.Omitted())
+	_, _ = fmt.Fprintf(w, "%d omitted, %d replaced by the operator", r.Omitted(), r.count(Replaced))
+	if n := r.count(Converted); n > 0 {
+		_, _ = fmt.Fprintf(w, ", %d converted", n)
+	}
+	_, _ = fmt.Fprintln(w)
 	for _, k := range keys {
 		_, _ = fmt.Fprintf(w, "  %6d  %s\n", why[k], k)
 	}
+}
+
+// compareFiles orders positions by file, and a manifest's documents
+// ("file#10") by number.
+func compareFiles(a, b string) int {
+	af, ad, aok := strings.Cut(a, "#")
+	bf, bd, bok := strings.Cut(b, "#")
+	if !aok || !bok || af != bf {
+		return strings.Compare(a, b)
+	}
+	an, aerr := strconv.Atoi(ad)
+	bn, berr := strconv.Atoi(bd)
+	if aerr != nil || berr != nil {
+		return strings.Compare(a, b)
+	}
+	return cmp.Compare(an, bn)
 }

@@ -15,7 +15,7 @@ import (
 // import` emits for each server of importer/testdata (an authoritative
 // one with views, ACLs, keys, primary and secondary zones; a resolver with
 // forward and stub zones), and what it converts from the predecessor's
-// manifests (--manifests), is created through the real API server and webhooks — the
+// manifests (--from-manifests), is created through the real API server and webhooks — the
 // CRDs' schema and CEL rules, the cross-object checks, the imported keys'
 // Secret access check and named-checkconf on the cluster's render — and
 // none of it is refused: a refusal is an importer bug.
@@ -37,7 +37,7 @@ func TestImportedObjectsAdmitted(t *testing.T) {
 			createAll(t, res.Objects)
 		})
 	}
-	// The predecessor's manifests, converted (--manifests).
+	// The predecessor's manifests, converted (--from-manifests).
 	t.Run("seed manifests", func(t *testing.T) {
 		t.Parallel()
 		ns := exampleNamespace(t)
