@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -48,6 +50,7 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	}
 	fs.Func("from-manifests", "convert the manifests in this file or folder (every .yaml, .yml and .json file under it), written for the operator this project descends from or exported from its cluster with kubectl get -o yaml, instead of reading a named.conf (repeatable)", fromManifests)
 	fs.Func("manifests", "the same as --from-manifests (its earlier name)", fromManifests)
+	checkconf := fs.String("named-checkconf", "named-checkconf", "named-checkconf, which must accept named.conf before anything is imported (\"\": do not run it)")
 	validate := fs.Bool("validate", false, "run every emitted object through the admission rules that need no API server, and fail on a refusal")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -72,6 +75,9 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	if len(manifests) > 0 {
 		res, err = convertManifests(manifests, opts.Namespace)
 	} else {
+		if err := namedAccepts(*checkconf, opts, stderr); err != nil {
+			return fail("%v", err)
+		}
 		res, err = importer.Import(opts)
 	}
 	if err != nil {
@@ -114,6 +120,27 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	_, _ = fmt.Fprintf(stderr, "wrote %d objects to %s and %d Secrets to %s (mode 0600): apply the Secrets first\n",
 		len(res.Objects), filepath.Join(*out, importObjectsFile), len(res.Secrets), sp)
 	return res.Report.Outcome()
+}
+
+// namedAccepts runs named-checkconf over the configuration to import: an
+// error with named's words when it refuses it. Where it cannot run (not
+// installed, or a copy of the files without root), stderr says so and the
+// import goes on.
+func namedAccepts(checkconf string, opts importer.Options, stderr io.Writer) error {
+	if checkconf == "" {
+		return nil
+	}
+	path, err := exec.LookPath(checkconf)
+	if err != nil {
+		_, _ = fmt.Fprintf(stderr, "import: %s not found: the configuration is not checked by named (install bind9-utils, or pass --named-checkconf)\n", checkconf)
+		return nil
+	}
+	err = importer.Checkconf(context.Background(), path, opts)
+	if errors.Is(err, importer.ErrNotChecked) {
+		_, _ = fmt.Fprintf(stderr, "import: %v\n", err)
+		return nil
+	}
+	return err
 }
 
 // convertManifests converts each file, and every manifest file under each

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestImportSubcommand(t *testing.T) {
 	var stderr bytes.Buffer
 	code := runImport([]string{"--root", fixture("server"), "--namespace", "dns", "--cluster", "legacy", "--out", out, "--validate"}, &stderr)
 	g.Expect(code).To(Equal(importer.WithOmissions), stderr.String())
-	g.Expect(stderr.String()).To(ContainSubstring("/etc/bind/named.conf:44: omitted: zone mirror.example"))
+	g.Expect(stderr.String()).To(ContainSubstring("/etc/bind/named.conf:44: omitted: zone static.example"))
 	g.Expect(stderr.String()).To(ContainSubstring("wrote 11 objects"))
 
 	st, err := os.Stat(filepath.Join(out, importSecretsFile))
@@ -70,13 +71,41 @@ func TestImportSubcommandExitStatus(t *testing.T) {
 	g.Expect(runImport([]string{"--root", fixture("resolver"), "--namespace", "dns", "--cluster", "r", "--out", t.TempDir()}, &stderr)).To(Equal(importer.Whole), stderr.String())
 	stderr.Reset()
 	g.Expect(runImport([]string{"--root", t.TempDir(), "--namespace", "dns", "--cluster", "r", "--out", t.TempDir()}, &stderr)).To(Equal(importer.Failed))
-	g.Expect(stderr.String()).To(ContainSubstring("named.conf: no such file or directory"))
+	g.Expect(stderr.String()).To(ContainSubstring("/etc/bind/named.conf: file not found"), "named's words")
 	stderr.Reset()
 	g.Expect(runImport([]string{"--root", fixture("server")}, &stderr)).To(Equal(importer.Failed))
 	g.Expect(stderr.String()).To(ContainSubstring("--out is required"))
 	stderr.Reset()
 	g.Expect(runImport([]string{"--root", fixture("server"), "--out", t.TempDir()}, &stderr)).To(Equal(importer.Failed))
 	g.Expect(stderr.String()).To(ContainSubstring("--namespace and --cluster are required (or --from-manifests)"))
+}
+
+// TestImportSubcommandRefusedByNamed: a named.conf named-checkconf
+// refuses is not imported: named's words, nothing written, status 1; a
+// secret near the fault never reaches the terminal.
+func TestImportSubcommandRefusedByNamed(t *testing.T) {
+	if _, err := exec.LookPath("named-checkconf"); err != nil {
+		t.Fatal("named-checkconf not found: run `make deps` (BIND 9.18 from Debian)")
+	}
+	g := NewWithT(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "named.conf")
+	g.Expect(os.WriteFile(conf, []byte(`options { directory "`+dir+`"; };
+key "k" { algorithm hmac-sha256; secret "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=" "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I="; };
+`), 0o644)).To(Succeed())
+	var stderr bytes.Buffer
+	out := filepath.Join(dir, "out")
+	g.Expect(runImport([]string{"--config", conf, "--namespace", "dns", "--cluster", "c", "--out", out}, &stderr)).To(Equal(importer.Failed))
+	g.Expect(stderr.String()).To(ContainSubstring("named-checkconf refuses " + conf))
+	g.Expect(stderr.String()).To(ContainSubstring(conf + ":2: missing ';' before"), "named's own words, with its file:line")
+	g.Expect(stderr.String()).NotTo(ContainSubstring("c2VjcmV0"))
+	g.Expect(filepath.Join(out, importObjectsFile)).NotTo(BeAnExistingFile())
+
+	// --named-checkconf "" skips it: the importer's own, laxer reading
+	// decides.
+	stderr.Reset()
+	g.Expect(runImport([]string{"--config", conf, "--namespace", "dns", "--cluster", "c", "--out", out, "--named-checkconf", ""}, &stderr)).NotTo(Equal(importer.Failed))
+	g.Expect(stderr.String()).NotTo(ContainSubstring("named-checkconf"))
 }
 
 // TestImportSubcommandManifests: --from-manifests converts the

@@ -260,7 +260,7 @@ func runManager(args []string) error {
 		// StatefulSets, PDBs, NetworkPolicies and Pods are cached; anything
 		// else the controllers read (imported TSIG Secrets, an object in a
 		// NameConflict) comes from the API server on demand.
-		Cache:     reconcileutil.CacheOptions(),
+		Cache:     reconcileutil.CacheOptions(cfg),
 		NewClient: reconcileutil.NewClient,
 	})
 	if err != nil {

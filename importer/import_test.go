@@ -138,7 +138,7 @@ func TestImportFixture(t *testing.T) {
 		"/etc/bind/named.conf:39 zone example.com: also-notify { 192.0.2.10; };",
 		"/etc/bind/named.conf:42 zone stub.example (stub)",
 		"/etc/bind/named.conf:43 zone fwd.example (forward)",
-		"/etc/bind/named.conf:44 zone mirror.example",
+		"/etc/bind/named.conf:44 zone static.example",
 	))
 	g.Expect(replaced).To(ContainElements("controls", "logging", "key rndc-key", `directory "/var/cache/bind";`))
 }
