@@ -1,9 +1,8 @@
 package reconcileutil
 
 import (
-	"time"
-
 	"context"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,13 +34,16 @@ func labelScoped() []client.Object {
 // creates are cached (and watched) only when they carry its label, so the
 // manager holds neither the cluster's other Secrets nor anybody else's
 // ConfigMaps, Services, StatefulSets, PDBs, NetworkPolicies or Pods.
-// Objects outside the selector are read on demand (NewClient).
-func CacheOptions() cache.Options {
+// Objects outside the selector are read on demand (NewClient). The nine
+// kinds are listed and watched with cfg (the manager's) through NewInformer,
+// so an object stored in a shape this version cannot decode is reported
+// rather than stopping the cache.
+func CacheOptions(cfg *rest.Config) cache.Options {
 	byObject := map[client.Object]cache.ByObject{}
 	for _, o := range labelScoped() {
 		byObject[o] = cache.ByObject{Label: OwnedSelector}
 	}
-	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
+	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields(), NewInformer: NewInformer(cfg)}
 }
 
 // NewClient is the manager's client (ctrl.Options.NewClient): reads come

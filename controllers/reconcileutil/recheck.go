@@ -67,13 +67,18 @@ const maxInvalidMessage = 4096
 
 // Check returns why the current rules refuse obj: every field error, with
 // the webhook's paths and sentences, in one bounded, printable message. ""
-// when obj passes, is not one of the nine kinds, or r is nil.
+// when obj passes, is not one of the nine kinds, or r is nil. A stand-in
+// for a stored object that does not decode (undecodable.go) is refused
+// with the decoder's words, whatever the rules say of what is left of it.
 func (r *Rechecks) Check(obj client.Object) string {
-	if r == nil || r.check == nil {
+	if r == nil {
 		return ""
 	}
+	if why := undecodable(obj); why != "" {
+		return undecodableMessage(why)
+	}
 	kind := recheckKind(obj)
-	if kind == "" {
+	if r.check == nil || kind == "" {
 		return ""
 	}
 	k := recheckKey{kind, client.ObjectKeyFromObject(obj)}

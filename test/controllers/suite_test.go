@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		}
 		// The production cache scope and client: only the operator's own
 		// objects are cached, anything else is read on demand.
-		return s.StartManager(ctrl.Options{Cache: reconcileutil.CacheOptions(), NewClient: reconcileutil.NewClient}, func(mgr ctrl.Manager) error {
+		return s.StartManager(ctrl.Options{Cache: reconcileutil.CacheOptions(s.Config), NewClient: reconcileutil.NewClient}, func(mgr ctrl.Manager) error {
 			invalidObjects = suiteRechecks.Collector(mgr.GetCache())
 			reconciler = &clusters.BindClusterReconciler{
 				Client: mgr.GetClient(),

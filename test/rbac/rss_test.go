@@ -113,7 +113,7 @@ func runRSSChild(mode string) error {
 	cfg := &rest.Config{Host: cc.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cc.CA, CertData: cc.Cert, KeyData: cc.Key}}
 	opts := ctrl.Options{Scheme: testkit.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
 	if mode == "scoped" {
-		opts.Cache, opts.NewClient = reconcileutil.CacheOptions(), reconcileutil.NewClient
+		opts.Cache, opts.NewClient = reconcileutil.CacheOptions(cfg), reconcileutil.NewClient
 	}
 	var mgr ctrl.Manager
 	stop, err := testkit.StartManager(ctx, cfg, opts, func(m ctrl.Manager) error {

@@ -116,7 +116,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return err
 		}
-		return s.StartManagerAs(saConfig, ctrl.Options{Cache: reconcileutil.CacheOptions(), NewClient: reconcileutil.NewClient}, func(mgr ctrl.Manager) error {
+		return s.StartManagerAs(saConfig, ctrl.Options{Cache: reconcileutil.CacheOptions(saConfig), NewClient: reconcileutil.NewClient}, func(mgr ctrl.Manager) error {
 			for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 				&clusters.BindClusterReconciler{
 					Client: mgr.GetClient(),
