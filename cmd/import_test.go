@@ -130,7 +130,7 @@ func TestImportSubcommandManifests(t *testing.T) {
 		g.Expect(stderr.String()).To(ContainSubstring(`converted: BindZone static: spec.type: "master" is now "Primary"`))
 		objects, err := os.ReadFile(filepath.Join(out, importObjectsFile))
 		g.Expect(err).NotTo(HaveOccurred())
-		want := 13
+		want := 18
 		if path == dir {
 			want++ // the exported ACL
 			g.Expect(stderr.String()).To(ContainSubstring(`acls.json#1: converted: BindACL lab: spec.entries: ["192.0.2.0/24"] is now [{"address":"192.0.2.0/24"}]`))

@@ -31,7 +31,7 @@ func TestConvertManifests(t *testing.T) {
 	g := NewWithT(t)
 	res := convertSeed(t)
 	g.Expect(Validate(res.Objects)).To(BeEmpty())
-	g.Expect(res.Objects).To(HaveLen(13))
+	g.Expect(res.Objects).To(HaveLen(18))
 
 	key := byName[*v1.BindTSIGKey](res.Objects, "externaldns-key")
 	g.Expect(key.Spec.SecretTemplate.Annotations).To(HaveKey("reflector.v1.k8s.emberstack.com/reflection-allowed"))
@@ -95,7 +95,7 @@ func TestConvertManifests(t *testing.T) {
 		"manifests.yaml#13: omitted: ConfigMap unrelated: the object: it is not one of this API's kinds (bind.unkin.net/v1alpha1): apply it as it is if you still need it",
 	))
 	// Every change is said field by field: one line per field changed.
-	g.Expect(converted).To(HaveLen(34))
+	g.Expect(converted).To(HaveLen(47))
 	g.Expect(converted).To(ContainElements(
 		`manifests.yaml#3: converted: BindCluster r: spec.transferKeyRef: "transfer-key" is now {"name":"transfer-key"}`,
 		`manifests.yaml#5: converted: BindZone main: spec.allowTransfer: ["key transfer-key","10.0.0.0/8","!192.0.2.99"] is now [{"keyRef":"transfer-key"},{"address":"10.0.0.0/8"},{"address":"192.0.2.99","negate":true}]`,
