@@ -70,6 +70,9 @@ type converter struct {
 	directory string                // options { directory }
 	options   *Statement
 	mode      v1.ClusterMode // the cluster's
+	// policyZones are the response-policy zones by scope (a view's
+	// statement, nil for the options) and canonical name (policy.go).
+	policyZones map[*Statement]map[string]rpzZone
 }
 
 // operatorOwned says whether the operator sets the statement itself, and
@@ -136,6 +139,7 @@ func (c *converter) run(stmts []*Statement) (*Result, error) {
 			}
 		}
 	}
+	c.collectPolicies(stmts)
 	cluster := c.cluster(stmts)
 	c.mode = cluster.Spec.Mode
 	c.res.Objects = append(c.res.Objects, cluster)
@@ -305,12 +309,16 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 	hasZones := false
 	for _, s := range stmts {
 		zones := []*Statement{s}
+		var view *Statement
 		if s.Keyword() == "view" {
-			zones = s.Block
+			zones, view = s.Block, s
 		}
 		for _, z := range zones {
 			if z.Keyword() != "zone" {
 				continue
+			}
+			if _, policy := c.policyZone(view, z.Arg(0)); policy {
+				continue // a resolver's
 			}
 			if t := z.Find("type"); t != nil && slices.Contains([]string{"primary", "master", "secondary", "slave"}, strings.ToLower(t.Arg(0))) {
 				hasZones = true
@@ -363,6 +371,8 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 			// Zones inherit it: each zone without its own gets it (zone()).
 		case "querylog":
 			bc.Spec.QueryLog = yes(o.Arg(0))
+		case "response-policy":
+			// Its zones become BindPolicies (policy.go).
 		default:
 			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(o.Pos, what, "%s", why)
@@ -464,6 +474,8 @@ func (c *converter) view(s *Statement, order int32) {
 			c.listInto(o, what, &v.Spec.MatchDestinations)
 		case "allow-recursion":
 			c.listInto(o, what, &v.Spec.AllowRecursion)
+		case "response-policy":
+			// Its zones become BindPolicies (policy.go).
 		case "match-recursive-only":
 			v.Spec.MatchRecursiveOnly = yes(o.Arg(0))
 		case "recursion":
@@ -492,6 +504,10 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 	what := "zone " + s.Arg(0)
 	if cls := s.Arg(1); cls != "" && !strings.EqualFold(cls, "in") {
 		c.res.Report.omit(s.Pos, what, "class %s: only IN zones are served", cls)
+		return
+	}
+	if rp, ok := c.policyZone(view, name); ok {
+		c.policy(s, viewObj, rp)
 		return
 	}
 	typ := ""

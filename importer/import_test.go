@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -162,6 +163,92 @@ func TestImportResolver(t *testing.T) {
 	g.Expect(fwd.Spec.ForwardPolicy).To(Equal(v1.ForwardOnly))
 	g.Expect(byName[*v1.BindZone](res.Objects, "lab.example").Spec.Primaries).To(Equal([]v1.RemoteServer{{Address: "10.30.0.53"}}))
 	g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
+
+	// The response policy zones are BindPolicies, in named's order, not
+	// BindZones (and not what makes the cluster authoritative).
+	g.Expect(byName[*v1.BindZone](res.Objects, "rpz.local")).To(BeNil())
+	rules := byName[*v1.BindPolicy](res.Objects, "rpz.local")
+	g.Expect(rules).NotTo(BeNil())
+	g.Expect(rules.Spec.Order).To(Equal(ptr.To[int32](10)))
+	g.Expect(rules.Spec.PolicyOverride).To(Equal(v1.RPZOverrideGiven))
+	g.Expect(rules.Spec.MaxPolicyTTL).To(Equal(ptr.To[int32](300)))
+	g.Expect(rules.Spec.BreakDNSSEC).To(BeTrue())
+	g.Expect(rules.Spec.QNameWaitRecurse).To(Equal(ptr.To(false)))
+	g.Expect(rules.Spec.Rules).To(Equal([]v1.RPZRule{
+		{Match: "ads.example.com", Trigger: v1.TriggerQName, Action: v1.ActionNXDOMAIN},
+		{Match: "*.tracker.example", Trigger: v1.TriggerQName, Action: v1.ActionNODATA},
+		{Match: "partner.example", Trigger: v1.TriggerQName, Action: v1.ActionPassthru},
+		{Match: "phish.example", Trigger: v1.TriggerQName, Action: v1.ActionRedirect, RedirectTo: "walled.garden.example"},
+		{Match: "scan.example", Trigger: v1.TriggerQName, Action: v1.ActionDrop},
+		{Match: "big.example", Trigger: v1.TriggerQName, Action: v1.ActionTCPOnly},
+		{Match: "192.0.2.0/24", Trigger: v1.TriggerClientIP, Action: v1.ActionPassthru},
+		{Match: "203.0.113.9", Trigger: v1.TriggerResponseIP, Action: v1.ActionNXDOMAIN},
+		{Match: "2001:db8::1", Trigger: v1.TriggerResponseIP, Action: v1.ActionNODATA},
+		{Match: "ns.evil.example", Trigger: v1.TriggerNSDName, Action: v1.ActionNXDOMAIN},
+		{Match: "198.51.100.66", Trigger: v1.TriggerNSIP, Action: v1.ActionNXDOMAIN},
+	}))
+	feed := byName[*v1.BindPolicy](res.Objects, "feed.rpz.example")
+	g.Expect(feed.Spec.Order).To(Equal(ptr.To[int32](20)))
+	g.Expect(feed.Spec.Primaries).To(Equal([]v1.RemoteServer{{Address: "192.0.2.99"}}))
+	g.Expect(feed.Spec.Log).To(Equal(ptr.To(false)))
+	g.Expect(feed.Spec.Rules).To(BeEmpty())
+}
+
+// TestImportPolicyReportsWhatItCannotCarry: local data and actions BindPolicy
+// has no counterpart for are reported, the rest of the policy imported.
+func TestImportPolicyReportsWhatItCannotCarry(t *testing.T) {
+	g := NewWithT(t)
+	root := writeTree(t, map[string]string{
+		"etc/bind/named.conf": `options { directory "/var/cache/bind"; response-policy { zone "rpz" policy cname x.example; }; };
+zone "rpz" { type primary; file "db.rpz"; };
+`,
+		"var/cache/bind/db.rpz": `$TTL 60
+@ SOA localhost. h.localhost. 1 1 1 1 1
+@ NS localhost.
+ok.example CNAME .
+local.example A 192.0.2.1
+keep.example CNAME *.elsewhere.example.
+`,
+	})
+	res, err := Import(Options{Root: root, Config: "/etc/bind/named.conf", Namespace: "dns", Cluster: "r"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Validate(res.Objects)).To(BeEmpty())
+	p := byName[*v1.BindPolicy](res.Objects, "rpz")
+	g.Expect(p.Spec.Rules).To(Equal([]v1.RPZRule{{Match: "ok.example", Trigger: v1.TriggerQName, Action: v1.ActionNXDOMAIN}}))
+	var lines []string
+	for _, f := range res.Report.Findings {
+		lines = append(lines, f.String())
+	}
+	g.Expect(lines).To(ConsistOf(
+		`/etc/bind/named.conf:1: replaced: directory "/var/cache/bind";: it names a file or directory, and the operator owns every file named reads or writes`,
+		"/etc/bind/named.conf:1: omitted: response-policy zone rpz: policy cname: BindPolicy's policyOverride has no counterpart (Given, Disabled, Passthru, NXDOMAIN, NODATA, DROP, TCPOnly)",
+		"/var/cache/bind/db.rpz: omitted: local.example.rpz. A: a policy rule is a CNAME below the zone's name; local data (answers of other types) has no counterpart in BindPolicy rules",
+		"/var/cache/bind/db.rpz: omitted: keep.example.rpz. CNAME: the action *.elsewhere.example. has no counterpart in BindPolicy (NXDOMAIN, NODATA, PASSTHRU, DROP, TCPOnly, Redirect to a name)",
+	))
+}
+
+func TestRPZAddress(t *testing.T) {
+	g := NewWithT(t)
+	for in, want := range map[string]string{
+		"32.1.2.0.192":           "192.0.2.1",
+		"24.0.2.0.192":           "192.0.2.0/24",
+		"128.1.zz.db8.2001":      "2001:db8::1",
+		"48.zz.db8.2001":         "2001:db8::/48",
+		"128.1.zz":               "::1",
+		"64.zz.1.0.0.0.db8.2001": "",
+		"33.1.2.0.192":           "",
+		"24.1.2.0.192":           "",
+		"x.1.2.0.192":            "",
+		"32":                     "",
+	} {
+		got, why := rpzAddress(in)
+		if want == "" {
+			g.Expect(why).NotTo(BeEmpty(), in)
+			continue
+		}
+		g.Expect(why).To(BeEmpty(), in)
+		g.Expect(got).To(Equal(want), in)
+	}
 }
 
 // TestImportKeepsKeyMaterialInSecrets: the material is in the Secrets and
