@@ -55,7 +55,7 @@ func Import(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &converter{opts: opts, res: &Result{}, keys: map[string]string{}, acls: map[string]string{}, primaries: map[string]*Statement{}, names: map[string]bool{}, inViews: map[string]int{}}
+	c := &converter{opts: opts, res: &Result{}, keys: map[string]string{}, acls: map[string]string{}, primaries: map[string]*Statement{}, names: map[string]bool{}, inViews: map[string]int{}, zonePos: map[*v1.BindZone]Pos{}}
 	return c.run(stmts)
 }
 
@@ -73,6 +73,8 @@ type converter struct {
 	// policyZones are the response-policy zones by scope (a view's
 	// statement, nil for the options) and canonical name (policy.go).
 	policyZones map[*Statement]map[string]rpzZone
+	// zonePos is where each emitted zone is declared (catalog.go).
+	zonePos map[*v1.BindZone]Pos
 }
 
 // operatorOwned says whether the operator sets the statement itself, and
@@ -163,6 +165,7 @@ func (c *converter) run(stmts []*Statement) (*Result, error) {
 			}
 		}
 	}
+	c.catalogs()
 	for _, o := range c.res.Objects {
 		labels := o.GetLabels()
 		if labels == nil {
@@ -625,6 +628,7 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 	if !ownQuery {
 		z.Spec.AllowQuery = inherit("allow-query", view)
 	}
+	c.zonePos[z] = s.Pos
 	c.res.Objects = append(c.res.Objects, z)
 }
 

@@ -227,6 +227,45 @@ keep.example CNAME *.elsewhere.example.
 	))
 }
 
+// TestImportCatalog: a catalog zone the server produces becomes a
+// BindCatalogZone keyed like its transfers, and its primary members name
+// it; a member the cluster would not serve itself is reported.
+func TestImportCatalog(t *testing.T) {
+	g := NewWithT(t)
+	res, err := Import(Options{Root: "testdata/catalog", Config: "/etc/bind/named.conf", Namespace: "dns", Cluster: "hidden"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Validate(res.Objects)).To(BeEmpty())
+	g.Expect(byName[*v1.BindZone](res.Objects, "catalog.example")).To(BeNil(), "the operator makes the catalog from its members")
+	cat := byName[*v1.BindCatalogZone](res.Objects, "catalog.example")
+	g.Expect(cat).NotTo(BeNil())
+	g.Expect(cat.Spec.ZoneName).To(BeEquivalentTo("catalog.example"))
+	g.Expect(cat.Spec.TransferKeyRef.Name).To(Equal("catalog-xfer"))
+	for _, m := range []string{"one.example", "two.example"} {
+		g.Expect(byName[*v1.BindZone](res.Objects, m).Spec.CatalogZoneRef).To(Equal(&v1.LocalObjectReference{Name: "catalog.example"}), m)
+	}
+	g.Expect(byName[*v1.BindZone](res.Objects, "partner.example").Spec.CatalogZoneRef).To(BeNil())
+	var lines []string
+	for _, f := range res.Report.Findings {
+		if f.Kind == Omitted {
+			lines = append(lines, f.String())
+		}
+	}
+	g.Expect(lines).To(ConsistOf(
+		"/etc/bind/named.conf:11: omitted: zone catalog.example (catalog): member partner.example: it is not a primary zone this import emits; the operator's catalogs list the cluster's own primary zones",
+	))
+
+	// Transferred by address only: no key for the catalog's secondaries.
+	root := writeTree(t, map[string]string{
+		"etc/bind/named.conf": `zone "cat" { type primary; file "/db.cat"; allow-transfer { 10.0.0.0/8; }; };`,
+		"db.cat":              "$TTL 0\n@ SOA invalid. invalid. 1 1 1 1 0\n@ NS invalid.\nversion TXT \"2\"\n",
+	})
+	res, err = Import(Options{Root: root, Config: "/etc/bind/named.conf", Namespace: "dns", Cluster: "hidden"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(byName[*v1.BindCatalogZone](res.Objects, "cat")).To(BeNil())
+	g.Expect(byName[*v1.BindZone](res.Objects, "cat")).To(BeNil())
+	g.Expect(res.Report.Findings).To(ContainElement(HaveField("Why", ContainSubstring("its allow-transfer names no single key"))))
+}
+
 func TestRPZAddress(t *testing.T) {
 	g := NewWithT(t)
 	for in, want := range map[string]string{

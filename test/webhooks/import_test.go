@@ -14,13 +14,14 @@ import (
 // TestImportedObjectsAdmitted (issue 46 item 3): what `bind-operator
 // import` emits for each server of importer/testdata (an authoritative
 // one with views, ACLs, keys, primary and secondary zones; a resolver with
-// forward and stub zones), and what it converts from the predecessor's
+// forward and stub zones and response policies; a hidden primary with a
+// catalog zone), and what it converts from the predecessor's
 // manifests (--from-manifests), is created through the real API server and webhooks — the
 // CRDs' schema and CEL rules, the cross-object checks, the imported keys'
 // Secret access check and named-checkconf on the cluster's render — and
 // none of it is refused: a refusal is an importer bug.
 func TestImportedObjectsAdmitted(t *testing.T) {
-	for _, server := range []string{"server", "resolver"} {
+	for _, server := range []string{"server", "resolver", "catalog"} {
 		t.Run(server, func(t *testing.T) {
 			t.Parallel()
 			ns := exampleNamespace(t)
