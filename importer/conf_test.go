@@ -113,6 +113,12 @@ func TestZoneFileIncludesRelativeToWorkdir(t *testing.T) {
 		names = append(names, r.RR.Header().Name)
 	}
 	g.Expect(names).To(Equal([]string{"x.a.example.", "z.a.example.", "y.sub.a.example."}))
+	// Each record says where it is, in the file that holds it.
+	var where []string
+	for _, r := range data.Records {
+		where = append(where, r.Pos.String())
+	}
+	g.Expect(where).To(Equal([]string{"/srv/zones/inc.a:1", "/srv/zones/inc.c:1", "/srv/zones/inc.b:1"}))
 	g.Expect(rewriteInclude([]byte("$INCLUDE /abs/f\n"), "/srv")).To(Equal([]byte("$INCLUDE /abs/f\n")))
 	g.Expect(rewriteInclude([]byte("$INCLUDEX f\n"), "/srv")).To(Equal([]byte("$INCLUDEX f\n")))
 }
@@ -133,6 +139,8 @@ func TestZoneFileGenerateTakesTheDefaultTTL(t *testing.T) {
 		ttls[r.RR.Header().Name] = r.RR.Header().Ttl
 	}
 	g.Expect(ttls).To(Equal(map[string]uint32{"a1.g.example.": 600, "a2.g.example.": 600, "b1.g.example.": 3600, "c1.g.example.": 120}))
+	g.Expect(data.Records[1].Pos.String()).To(Equal("/db:3"), "a $GENERATE's records are at the $GENERATE")
+	g.Expect(data.Records[2].Pos.String()).To(Equal("/db:4"))
 	for in, want := range map[string]uint32{"3600": 3600, "1h30m": 5400, "2W": 1209600, "1d1s": 86401} {
 		got, ok := parseTTL(in)
 		g.Expect(ok).To(BeTrue(), in)

@@ -135,7 +135,7 @@ func TestImportFixture(t *testing.T) {
 		}
 	}
 	g.Expect(omitted).To(ConsistOf(
-		"/var/cache/bind/db.example.com hinfo.example.com. HINFO",
+		"/var/cache/bind/db.example.com:13 hinfo.example.com. HINFO",
 		"/etc/bind/named.conf:39 zone example.com: also-notify { 192.0.2.10; };",
 		"/etc/bind/named.conf:42 zone stub.example (stub)",
 		"/etc/bind/named.conf:43 zone fwd.example (forward)",
@@ -222,8 +222,8 @@ keep.example CNAME *.elsewhere.example.
 	g.Expect(lines).To(ConsistOf(
 		`/etc/bind/named.conf:1: replaced: directory "/var/cache/bind";: it names a file or directory, and the operator owns every file named reads or writes`,
 		"/etc/bind/named.conf:1: omitted: response-policy zone rpz: policy cname: BindPolicy's policyOverride has no counterpart (Given, Disabled, Passthru, NXDOMAIN, NODATA, DROP, TCPOnly)",
-		"/var/cache/bind/db.rpz: omitted: local.example.rpz. A: a policy rule is a CNAME below the zone's name; local data (answers of other types) has no counterpart in BindPolicy rules",
-		"/var/cache/bind/db.rpz: omitted: keep.example.rpz. CNAME: the action *.elsewhere.example. has no counterpart in BindPolicy (NXDOMAIN, NODATA, PASSTHRU, DROP, TCPOnly, Redirect to a name)",
+		"/var/cache/bind/db.rpz:5: omitted: local.example.rpz. A: a policy rule is a CNAME below the zone's name; local data (answers of other types) has no counterpart in BindPolicy rules",
+		"/var/cache/bind/db.rpz:6: omitted: keep.example.rpz. CNAME: the action *.elsewhere.example. has no counterpart in BindPolicy (NXDOMAIN, NODATA, PASSTHRU, DROP, TCPOnly, Redirect to a name)",
 	))
 }
 

@@ -35,7 +35,7 @@ type PosRR struct {
 func ReadZoneFile(root, workdir, name, origin string) (*ZoneData, error) {
 	// Every path, $INCLUDE's too, is opened inside root: a zone file can
 	// name no file outside the server's copy.
-	fsys := includeFS{root: os.DirFS(root), workdir: path.Clean("/" + workdir), ttls: map[string]uint32{}}
+	fsys := includeFS{root: os.DirFS(root), workdir: path.Clean("/" + workdir), ttls: map[string]uint32{}, last: &lastRead{}}
 	if !path.IsAbs(name) {
 		name = path.Join(fsys.workdir, name) // named's "file" is relative to its directory
 	}
@@ -53,7 +53,15 @@ func ReadZoneFile(root, workdir, name, origin string) (*ZoneData, error) {
 	out := &ZoneData{}
 	apex := dns.CanonicalName(origin)
 	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
-		pos := Pos{File: name, Line: 0}
+		// The library reads byte by byte (zoneFile is a ByteReader) and
+		// returns a record once it has read the line that ends it: the
+		// last byte read says where the record is, $INCLUDEd files too.
+		// A record written over several lines ("( ... )") is reported at
+		// its last; a $GENERATE's records at the $GENERATE.
+		pos := Pos{File: name}
+		if f := fsys.last.file; f != nil {
+			pos = Pos{File: f.name, Line: f.lastLine}
+		}
 		if soa, isSOA := rr.(*dns.SOA); isSOA && dns.CanonicalName(rr.Header().Name) == apex {
 			if out.SOA != nil {
 				continue // named keeps the first
@@ -93,6 +101,13 @@ type includeFS struct {
 	// ttls is the $TTL in effect at each $INCLUDE line, by the path it
 	// opens: an included file starts with its includer's default.
 	ttls map[string]uint32
+	// last is the file the DNS library read its last byte from.
+	last *lastRead
+}
+
+// lastRead is where the DNS library's last byte came from.
+type lastRead struct {
+	file *zoneFile
 }
 
 func (i includeFS) Open(name string) (fs.File, error) {
@@ -109,36 +124,71 @@ func (i includeFS) Open(name string) (fs.File, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("/%s: %d bytes, more than the %d this reads", name, st.Size(), maxZoneFileBytes)
 	}
-	zf := &zoneFile{File: f, r: bufio.NewReader(f), fs: i}
+	zf := &zoneFile{File: f, r: bufio.NewReader(f), fs: i, name: "/" + strings.TrimLeft(name, "/")}
 	if ttl, ok := i.ttls["/"+strings.TrimLeft(name, "/")]; ok {
 		zf.ttl = &ttl
 	}
 	return zf, nil
 }
 
-// zoneFile reads a zone file line by line, rewriting directives.
+// zoneFile reads a zone file line by line, rewriting directives (one
+// line into one line, so line numbers hold), and counts lines.
 type zoneFile struct {
 	fs.File
 	r       *bufio.Reader
 	fs      includeFS
+	name    string  // as the server sees it
 	ttl     *uint32 // the $TTL in effect, when known
 	pending []byte
+	// newlines read so far, and the line of the last byte read.
+	newlines, lastLine int
 }
 
-func (f *zoneFile) Read(p []byte) (int, error) {
+// fill makes sure pending holds the next bytes, unless the file is done.
+func (f *zoneFile) fill() error {
 	for len(f.pending) == 0 {
 		line, err := f.r.ReadBytes('\n')
 		f.pending = f.rewrite(line)
 		if err != nil {
 			if len(f.pending) > 0 {
-				break
+				return nil
 			}
-			return 0, err
+			return err
 		}
 	}
+	return nil
+}
+
+func (f *zoneFile) Read(p []byte) (int, error) {
+	if err := f.fill(); err != nil {
+		return 0, err
+	}
 	n := copy(p, f.pending)
+	for _, b := range f.pending[:n] {
+		f.count(b)
+	}
 	f.pending = f.pending[n:]
 	return n, nil
+}
+
+// ReadByte is what the DNS library reads with: one byte at a time, so the
+// lines counted are the lines it has parsed.
+func (f *zoneFile) ReadByte() (byte, error) {
+	if err := f.fill(); err != nil {
+		return 0, err
+	}
+	b := f.pending[0]
+	f.pending = f.pending[1:]
+	f.count(b)
+	return b, nil
+}
+
+func (f *zoneFile) count(b byte) {
+	f.lastLine = f.newlines + 1
+	if b == '\n' {
+		f.newlines++
+	}
+	f.fs.last.file = f
 }
 
 // rewrite returns the line as the DNS library should read it.

@@ -23,7 +23,7 @@ type Pos struct {
 
 func (p Pos) String() string {
 	if p.Line == 0 {
-		return p.File // a record of a zone file: the parser does not say its line
+		return p.File // a file as a whole (a zone file that names no SOA)
 	}
 	return fmt.Sprintf("%s:%d", p.File, p.Line)
 }
