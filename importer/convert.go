@@ -55,7 +55,7 @@ func Import(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &converter{opts: opts, res: &Result{}, keys: map[string]string{}, acls: map[string]string{}, primaries: map[string]*Statement{}, names: map[string]bool{}, inViews: map[string]int{}, zonePos: map[*v1.BindZone]Pos{}}
+	c := &converter{opts: opts, res: &Result{}, keys: map[string]string{}, acls: map[string]string{}, primaries: map[string]*Statement{}, names: map[string]bool{}, inViews: map[string]int{}, zonePos: map[*v1.BindZone]Pos{}, dnssecPolicies: map[string]string{}}
 	return c.run(stmts)
 }
 
@@ -75,6 +75,8 @@ type converter struct {
 	policyZones map[*Statement]map[string]rpzZone
 	// zonePos is where each emitted zone is declared (catalog.go).
 	zonePos map[*v1.BindZone]Pos
+	// dnssecPolicies: BIND name -> BindDNSSECPolicy name (dnssecpolicy.go).
+	dnssecPolicies map[string]string
 }
 
 // operatorOwned says whether the operator sets the statement itself, and
@@ -156,7 +158,7 @@ func (c *converter) run(stmts []*Statement) (*Result, error) {
 		case "zone":
 			c.zone(s, "", nil)
 		case "dnssec-policy":
-			c.res.Report.omit(s.Pos, "dnssec-policy "+s.Arg(0), "signed zones are not imported yet: their keys must move with them (docs/migrating.md)")
+			c.dnssecPolicy(s)
 		default:
 			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(s.Pos, kw, "%s", why)
@@ -599,7 +601,11 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 		case "also-notify":
 			c.res.Report.omit(o.Pos, ow, "the operator does not notify servers outside the cluster yet; they still transfer when the SOA refresh says")
 		case "dnssec-policy", "inline-signing", "auto-dnssec", "key-directory":
-			c.res.Report.omit(o.Pos, ow, "signed zones are not imported yet: their keys must move with them (docs/migrating.md)")
+			why := "signed zones are not imported yet: their keys must move with them (docs/migrating.md)"
+			if p, ok := c.dnssecPolicies[o.Arg(0)]; ok && kw == "dnssec-policy" {
+				why += "; the policy is BindDNSSECPolicy " + p
+			}
+			c.res.Report.omit(o.Pos, ow, "%s", why)
 		default:
 			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(o.Pos, ow, "%s", why)
