@@ -151,3 +151,28 @@ func TestZoneFileGenerateTakesTheDefaultTTL(t *testing.T) {
 		g.Expect(ok).To(BeFalse(), in)
 	}
 }
+
+// FuzzReadZoneFile: any zone file (and one file it may include) is read
+// or refused with an error, never a panic, and every record it returns
+// says a line of a file that exists.
+func FuzzReadZoneFile(f *testing.F) {
+	f.Add("$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\nwww A 192.0.2.1\n$INCLUDE inc\n", "x A 192.0.2.2\n")
+	f.Add("@ SOA ns hm ( 1\n 2 3 4 5 )\n$GENERATE 1-3 h$ A 192.0.2.$\n", "")
+	f.Fuzz(func(t *testing.T, zone, inc string) {
+		root := t.TempDir()
+		for name, text := range map[string]string{"db": zone, "inc": inc} {
+			if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data, err := ReadZoneFile(root, "/", "db", "f.example")
+		if err != nil {
+			return
+		}
+		for _, r := range data.Records {
+			if r.Pos.Line < 1 || (r.Pos.File != "/db" && r.Pos.File != "/inc") {
+				t.Fatalf("record %v at %v", r.RR, r.Pos)
+			}
+		}
+	})
+}
