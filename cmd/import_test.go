@@ -97,7 +97,7 @@ key "k" { algorithm hmac-sha256; secret "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXN
 	out := filepath.Join(dir, "out")
 	g.Expect(runImport([]string{"--config", conf, "--namespace", "dns", "--cluster", "c", "--out", out}, &stderr)).To(Equal(importer.Failed))
 	g.Expect(stderr.String()).To(ContainSubstring("named-checkconf refuses " + conf))
-	g.Expect(stderr.String()).To(ContainSubstring(conf + ":2: missing ';' before"), "named's own words, with its file:line")
+	g.Expect(stderr.String()).To(ContainSubstring(conf+":2: missing ';' before"), "named's own words, with its file:line")
 	g.Expect(stderr.String()).NotTo(ContainSubstring("c2VjcmV0"))
 	g.Expect(filepath.Join(out, importObjectsFile)).NotTo(BeAnExistingFile())
 
