@@ -18,6 +18,10 @@ import (
 // (catalogZoneRef). The catalog's secondaries outside the cluster
 // transfer it with a key, so the catalog's allow-transfer must name one.
 
+// catalogConsumerWhy is the report of a catalog-zones statement: this
+// server provisions zones from a catalog another server publishes.
+const catalogConsumerWhy = "a catalog this server consumes from another has no counterpart: a BindCatalogZone publishes the cluster's own zones; add each member the catalog lists as a Secondary BindZone"
+
 // catalogs turns the emitted Primary BindZones that hold a catalog into
 // BindCatalogZones, and points their members at them.
 func (c *converter) catalogs() {

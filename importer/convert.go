@@ -378,6 +378,8 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 			bc.Spec.QueryLog = yes(o.Arg(0))
 		case "response-policy":
 			// Its zones become BindPolicies (policy.go).
+		case "catalog-zones":
+			c.res.Report.omit(o.Pos, what, "%s", catalogConsumerWhy)
 		default:
 			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(o.Pos, what, "%s", why)
@@ -493,6 +495,8 @@ func (c *converter) view(s *Statement, order int32) {
 			}
 		case "key", "acl":
 			c.res.Report.omit(o.Pos, what, "a %s inside a view is not imported: move it to the top level", kw)
+		case "catalog-zones":
+			c.res.Report.omit(o.Pos, what, "%s", catalogConsumerWhy)
 		default:
 			c.res.Report.omit(o.Pos, what, "a view's %s has no counterpart in BindView", kw)
 		}

@@ -279,6 +279,14 @@ func TestImportCatalog(t *testing.T) {
 	g.Expect(byName[*v1.BindCatalogZone](res.Objects, "cat")).To(BeNil())
 	g.Expect(byName[*v1.BindZone](res.Objects, "cat")).To(BeNil())
 	g.Expect(res.Report.Findings).To(ContainElement(HaveField("Why", ContainSubstring("its allow-transfer names no single key"))))
+
+	// Consumed from another server: reported for what it is.
+	root = writeTree(t, map[string]string{
+		"etc/bind/named.conf": `options { recursion no; catalog-zones { zone "cat.example" default-primaries { 192.0.2.1; }; }; };`,
+	})
+	res, err = Import(Options{Root: root, Config: "/etc/bind/named.conf", Namespace: "dns", Cluster: "hidden"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Report.Findings).To(ConsistOf(HaveField("Why", catalogConsumerWhy)))
 }
 
 func TestRPZAddress(t *testing.T) {
