@@ -8,10 +8,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
 )
 
 // A dnssec-policy statement becomes a BindDNSSECPolicy of the same
-// settings (the inverse of render's writeDNSSECPolicy). The zones that use
+// settings (render's writeDNSSECPolicy read back, with its table of
+// durations). The zones that use
 // it are not signed by the import: their keys live on the old server and
 // must move with them, or the parent's DS stops matching (docs/migrating.md).
 
@@ -25,18 +27,6 @@ var dnssecAlgorithms = map[string]v1.DNSSECAlgorithm{
 	"16": v1.DNSSECED448, "ed448": v1.DNSSECED448,
 }
 
-// dnssecDurations are the policy's durations by BIND's option name.
-func dnssecDurations(s *v1.BindDNSSECPolicySpec) map[string]*v1.BINDDuration {
-	return map[string]*v1.BINDDuration{
-		"dnskey-ttl": &s.DNSKEYTTL, "max-zone-ttl": &s.MaxZoneTTL,
-		"publish-safety": &s.PublishSafety, "retire-safety": &s.RetireSafety, "purge-keys": &s.PurgeKeys,
-		"signatures-refresh": &s.SignaturesRefresh, "signatures-validity": &s.SignaturesValidity,
-		"signatures-validity-dnskey": &s.SignaturesValidityDNSKEY, "signatures-jitter": &s.SignaturesJitter,
-		"zone-propagation-delay": &s.ZonePropagationDelay, "parent-ds-ttl": &s.ParentDSTTL,
-		"parent-propagation-delay": &s.ParentPropagationDelay,
-	}
-}
-
 // dnssecPolicy converts dnssec-policy "name" { ... };
 func (c *converter) dnssecPolicy(s *Statement) {
 	name := s.Arg(0)
@@ -45,7 +35,11 @@ func (c *converter) dnssecPolicy(s *Statement) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "BindDNSSECPolicy"},
 		ObjectMeta: c.meta("BindDNSSECPolicy", name),
 	}
-	durations := dnssecDurations(&p.Spec)
+	// The options render writes, read back into the same fields.
+	durations := map[string]*v1.BINDDuration{}
+	for _, d := range render.DNSSECPolicyDurations(&p.Spec) {
+		durations[d.Option] = d.Value
+	}
 	for _, o := range s.Block {
 		kw, ow := o.Keyword(), what+": "+o.Text()
 		if d, ok := durations[kw]; ok {

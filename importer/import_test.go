@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata")
@@ -287,6 +289,35 @@ func TestImportCatalog(t *testing.T) {
 	res, err = Import(Options{Root: root, Config: "/etc/bind/named.conf", Namespace: "dns", Cluster: "hidden"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Report.Findings).To(ConsistOf(HaveField("Why", catalogConsumerWhy)))
+}
+
+// TestRPZRulesReadBackWhatRenderWrites: every trigger and action, written
+// by render.PolicyRecords as the cluster serves it, reads back into the
+// rule it was.
+func TestRPZRulesReadBackWhatRenderWrites(t *testing.T) {
+	g := NewWithT(t)
+	rules := []v1.RPZRule{
+		{Match: "ads.example.com", Trigger: v1.TriggerQName, Action: v1.ActionNXDOMAIN},
+		{Match: "*.tracker.example", Trigger: v1.TriggerQName, Action: v1.ActionNODATA},
+		{Match: "ok.example", Trigger: v1.TriggerQName, Action: v1.ActionPassthru},
+		{Match: "scan.example", Trigger: v1.TriggerQName, Action: v1.ActionDrop},
+		{Match: "big.example", Trigger: v1.TriggerQName, Action: v1.ActionTCPOnly},
+		{Match: "phish.example", Trigger: v1.TriggerQName, Action: v1.ActionRedirect, RedirectTo: "walled.garden.example"},
+		{Match: "192.0.2.0/24", Trigger: v1.TriggerClientIP, Action: v1.ActionPassthru},
+		{Match: "203.0.113.9", Trigger: v1.TriggerResponseIP, Action: v1.ActionNXDOMAIN},
+		{Match: "2001:db8::1", Trigger: v1.TriggerResponseIP, Action: v1.ActionNODATA},
+		{Match: "2001:db8::/48", Trigger: v1.TriggerNSIP, Action: v1.ActionDrop},
+		{Match: "ns.evil.example", Trigger: v1.TriggerNSDName, Action: v1.ActionNXDOMAIN},
+	}
+	recs, err := render.PolicyRecords(&v1.BindPolicy{Spec: v1.BindPolicySpec{Rules: rules}})
+	g.Expect(err).NotTo(HaveOccurred())
+	var back []v1.RPZRule
+	for _, r := range recs {
+		rule, why := rpzRule(r.Owner, dns.CanonicalName(r.Target))
+		g.Expect(why).To(BeEmpty(), r.Owner)
+		back = append(back, rule)
+	}
+	g.Expect(back).To(ConsistOf(rules))
 }
 
 func TestRPZAddress(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
+	"git.unkin.net/unkin/bind-operator/render"
 )
 
 // Response policy zones (RPZ) become BindPolicies: the response-policy
@@ -199,27 +200,21 @@ func (c *converter) policyOptions(p *v1.BindPolicy, rp rpzZone) {
 	}
 }
 
-var rpzOverrideOf = map[string]v1.RPZPolicyOverride{
-	"given": v1.RPZOverrideGiven, "disabled": v1.RPZOverrideDisabled, "passthru": v1.RPZOverridePassthru,
-	"nxdomain": v1.RPZOverrideNXDOMAIN, "nodata": v1.RPZOverrideNODATA, "drop": v1.RPZOverrideDrop,
-	"tcp-only": v1.RPZOverrideTCPOnly,
-}
+// rpzOverrideOf, rpzActionOf and rpzTriggerOf read back what render
+// writes: a clause's policy override, a rule's CNAME target, a rule's
+// owner suffix.
+var (
+	rpzOverrideOf = invert(render.RPZOverrideNames)
+	rpzActionOf   = invert(render.RPZActionTargets)
+	rpzTriggerOf  = invert(render.RPZTriggerSuffixes)
+)
 
-// rpzActionOf reads a rule's CNAME target as RPZ defines it.
-var rpzActionOf = map[string]v1.RPZAction{
-	".": v1.ActionNXDOMAIN, "*.": v1.ActionNODATA, "rpz-passthru.": v1.ActionPassthru,
-	"rpz-drop.": v1.ActionDrop, "rpz-tcp-only.": v1.ActionTCPOnly,
-}
-
-// rpzTriggers are the owner suffixes of the triggers other than QName.
-var rpzTriggers = []struct {
-	suffix  string
-	trigger v1.RPZTrigger
-}{
-	{".rpz-nsdname", v1.TriggerNSDName},
-	{".rpz-client-ip", v1.TriggerClientIP},
-	{".rpz-ip", v1.TriggerResponseIP},
-	{".rpz-nsip", v1.TriggerNSIP},
+func invert[K, V comparable](m map[K]V) map[V]K {
+	out := make(map[V]K, len(m))
+	for k, v := range m {
+		out[v] = k
+	}
+	return out
 }
 
 // policyRules reads a policy zone's file into p's rules; false when the
@@ -262,10 +257,10 @@ func (c *converter) policyRules(p *v1.BindPolicy, o *Statement) bool {
 // CNAME's target.
 func rpzRule(owner, target string) (v1.RPZRule, string) {
 	rule := v1.RPZRule{Trigger: v1.TriggerQName, Match: owner}
-	for _, t := range rpzTriggers {
-		if m, ok := strings.CutSuffix(owner, t.suffix); ok {
-			rule.Trigger, rule.Match = t.trigger, m
-			if t.trigger != v1.TriggerNSDName {
+	for suffix, trigger := range rpzTriggerOf {
+		if m, ok := strings.CutSuffix(owner, suffix); ok {
+			rule.Trigger, rule.Match = trigger, m
+			if trigger != v1.TriggerNSDName {
 				ip, why := rpzAddress(m)
 				if why != "" {
 					return rule, why

@@ -44,28 +44,12 @@ func writeDNSSECPolicy(c *conf, p *bindv1alpha1.BindDNSSECPolicy) {
 		c.line("%s;", line)
 	}
 	c.close()
-	for _, d := range []struct {
-		opt string
-		val bindv1alpha1.BINDDuration
-	}{
-		{"dnskey-ttl", s.DNSKEYTTL},
-		{"max-zone-ttl", s.MaxZoneTTL},
-		{"publish-safety", s.PublishSafety},
-		{"retire-safety", s.RetireSafety},
-		{"purge-keys", s.PurgeKeys},
-		{"signatures-refresh", s.SignaturesRefresh},
-		{"signatures-validity", s.SignaturesValidity},
-		{"signatures-validity-dnskey", s.SignaturesValidityDNSKEY},
-		{"signatures-jitter", s.SignaturesJitter},
-		{"zone-propagation-delay", s.ZonePropagationDelay},
-		{"parent-ds-ttl", s.ParentDSTTL},
-		{"parent-propagation-delay", s.ParentPropagationDelay},
-	} {
-		if d.val == "" {
+	for _, d := range DNSSECPolicyDurations(&s) {
+		if *d.Value == "" {
 			continue
 		}
-		c.fail(checkDuration(what+" "+d.opt, string(d.val)))
-		c.line("%s %s;", d.opt, d.val)
+		c.fail(checkDuration(what+" "+d.Option, string(*d.Value)))
+		c.line("%s %s;", d.Option, *d.Value)
 	}
 	if n := s.NSEC3; n != nil {
 		line := "nsec3param"
@@ -83,6 +67,32 @@ func writeDNSSECPolicy(c *conf, p *bindv1alpha1.BindDNSSECPolicy) {
 		c.line("%s;", line)
 	}
 	c.close()
+}
+
+// PolicyDuration is one duration of a dnssec-policy: BIND's option and
+// the spec's field.
+type PolicyDuration struct {
+	Option string
+	Value  *bindv1alpha1.BINDDuration
+}
+
+// DNSSECPolicyDurations are s's durations in the order they are written,
+// each with its dnssec-policy option (the importer reads them back).
+func DNSSECPolicyDurations(s *bindv1alpha1.BindDNSSECPolicySpec) []PolicyDuration {
+	return []PolicyDuration{
+		{"dnskey-ttl", &s.DNSKEYTTL},
+		{"max-zone-ttl", &s.MaxZoneTTL},
+		{"publish-safety", &s.PublishSafety},
+		{"retire-safety", &s.RetireSafety},
+		{"purge-keys", &s.PurgeKeys},
+		{"signatures-refresh", &s.SignaturesRefresh},
+		{"signatures-validity", &s.SignaturesValidity},
+		{"signatures-validity-dnskey", &s.SignaturesValidityDNSKEY},
+		{"signatures-jitter", &s.SignaturesJitter},
+		{"zone-propagation-delay", &s.ZonePropagationDelay},
+		{"parent-ds-ttl", &s.ParentDSTTL},
+		{"parent-propagation-delay", &s.ParentPropagationDelay},
+	}
 }
 
 // checkDuration keeps durations to the characters the CRD pattern allows,

@@ -106,7 +106,9 @@ func (d *policyDef) scope(v *viewDef) policyScope {
 	panic("render: policy " + d.zone + " has no copy in view " + v.name)
 }
 
-var rpzOverrides = map[bindv1alpha1.RPZPolicyOverride]string{
+// RPZOverrideNames are the policy overrides as a response-policy zone
+// clause spells them (the importer reads them back).
+var RPZOverrideNames = map[bindv1alpha1.RPZPolicyOverride]string{
 	bindv1alpha1.RPZOverrideGiven:    "given",
 	bindv1alpha1.RPZOverrideDisabled: "disabled",
 	bindv1alpha1.RPZOverridePassthru: "passthru",
@@ -118,7 +120,7 @@ var rpzOverrides = map[bindv1alpha1.RPZPolicyOverride]string{
 
 func rpzClause(zone string, p *bindv1alpha1.BindPolicy) string {
 	s := `zone "` + zone + `"`
-	if o := rpzOverrides[p.Spec.PolicyOverride]; o != "" && o != "given" {
+	if o := RPZOverrideNames[p.Spec.PolicyOverride]; o != "" && o != "given" {
 		s += " policy " + o
 	}
 	if p.Spec.MaxPolicyTTL != nil {
@@ -185,7 +187,9 @@ func writeRPZZones(c *conf, v *viewDef) {
 	}
 }
 
-var rpzActions = map[bindv1alpha1.RPZAction]string{
+// RPZActionTargets are the CNAME targets that say each action but
+// Redirect (the importer reads them back).
+var RPZActionTargets = map[bindv1alpha1.RPZAction]string{
 	bindv1alpha1.ActionNXDOMAIN: ".",
 	bindv1alpha1.ActionNODATA:   "*.",
 	bindv1alpha1.ActionPassthru: "rpz-passthru.",
@@ -224,7 +228,7 @@ func PolicyRecords(p *bindv1alpha1.BindPolicy) ([]PolicyRecord, error) {
 			if err := safeName(rw+" redirectTo", target); err != nil {
 				return nil, err
 			}
-		} else if target = rpzActions[r.Action]; target == "" {
+		} else if target = RPZActionTargets[r.Action]; target == "" {
 			return nil, fmt.Errorf("%s has unknown action %q", rw, r.Action)
 		}
 		// Two spellings of one match (192.0.2.1 and 192.0.2.1/32, or a
@@ -290,6 +294,15 @@ func FilePolicyDigest(content string) string {
 	return d
 }
 
+// RPZTriggerSuffixes end the owner of a rule of each trigger but QName
+// (the importer reads them back).
+var RPZTriggerSuffixes = map[bindv1alpha1.RPZTrigger]string{
+	bindv1alpha1.TriggerNSDName:    ".rpz-nsdname",
+	bindv1alpha1.TriggerClientIP:   ".rpz-client-ip",
+	bindv1alpha1.TriggerResponseIP: ".rpz-ip",
+	bindv1alpha1.TriggerNSIP:       ".rpz-nsip",
+}
+
 // rpzOwner is the owner name of a rule, relative to the policy zone.
 func rpzOwner(what string, r bindv1alpha1.RPZRule) (string, error) {
 	switch r.Trigger {
@@ -297,16 +310,10 @@ func rpzOwner(what string, r bindv1alpha1.RPZRule) (string, error) {
 		return rpzName(what, r.Match)
 	case bindv1alpha1.TriggerNSDName:
 		n, err := rpzName(what, r.Match)
-		return n + ".rpz-nsdname", err
-	case bindv1alpha1.TriggerClientIP:
+		return n + RPZTriggerSuffixes[r.Trigger], err
+	case bindv1alpha1.TriggerClientIP, bindv1alpha1.TriggerResponseIP, bindv1alpha1.TriggerNSIP:
 		n, err := rpzIP(what, r.Match)
-		return n + ".rpz-client-ip", err
-	case bindv1alpha1.TriggerResponseIP:
-		n, err := rpzIP(what, r.Match)
-		return n + ".rpz-ip", err
-	case bindv1alpha1.TriggerNSIP:
-		n, err := rpzIP(what, r.Match)
-		return n + ".rpz-nsip", err
+		return n + RPZTriggerSuffixes[r.Trigger], err
 	}
 	return "", fmt.Errorf("%s has unknown trigger %q", what, r.Trigger)
 }
