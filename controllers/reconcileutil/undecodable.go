@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -73,8 +75,19 @@ func NewInformer(cfg *rest.Config) func(toolscache.ListerWatcher, runtime.Object
 	if err := bindv1alpha1.AddToScheme(scheme); err != nil {
 		panic(err) // the generated registration cannot fail
 	}
+	// One HTTP client and one REST mapper for the nine kinds: the mapper
+	// reads the group's discovery once, lazily.
+	httpClient, setupErr := rest.HTTPClientFor(cfg)
+	var mapper meta.RESTMapper
+	if setupErr == nil {
+		mapper, setupErr = apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	}
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		tl, err := tolerantListWatch(cfg, scheme, obj)
+		var tl *toolscache.ListWatch
+		err := setupErr
+		if err == nil {
+			tl, err = tolerantListWatch(cfg, httpClient, mapper, scheme, obj)
+		}
 		if err != nil {
 			// The typed informer as controller-runtime builds it: one
 			// object that does not decode would stop it, but it lists.
@@ -89,7 +102,7 @@ func NewInformer(cfg *rest.Config) func(toolscache.ListerWatcher, runtime.Object
 
 // tolerantListWatch lists and watches obj's kind across namespaces,
 // decoding through tolerantDecoder; nil for a kind outside the nine.
-func tolerantListWatch(cfg *rest.Config, scheme *runtime.Scheme, obj runtime.Object) (*toolscache.ListWatch, error) {
+func tolerantListWatch(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper, scheme *runtime.Scheme, obj runtime.Object) (*toolscache.ListWatch, error) {
 	if o, ok := obj.(client.Object); !ok || recheckKind(o) == "" {
 		return nil, nil
 	}
@@ -102,16 +115,8 @@ func tolerantListWatch(cfg *rest.Config, scheme *runtime.Scheme, obj runtime.Obj
 	if err != nil {
 		return nil, err
 	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
 	// The resource's name as the API server serves it: guessing it from
 	// the kind gets BindTSIGKey wrong ("bindtsigkeies").
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return nil, err
-	}
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
@@ -264,14 +269,9 @@ func (d tolerantDecoder) standIn(data []byte, gvk schema.GroupVersionKind, why e
 			base["status"], obj = st, o
 		}
 	}
-	keys := make([]string, 0, len(spec))
-	for k := range spec {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	kept := map[string]json.RawMessage{}
 	var bad []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(spec)) {
 		one, _ := json.Marshal(map[string]json.RawMessage{k: spec[k]})
 		if _, err := d.decodeWith(gvk, with(base, "spec", one)); err != nil {
 			bad = append(bad, "spec."+k)
@@ -303,8 +303,8 @@ func (d tolerantDecoder) standIn(data []byte, gvk schema.GroupVersionKind, why e
 	return obj, nil
 }
 
-// decodeWith decodes doc, a JSON object of top-level fields, strictly as
-// inner would.
+// decodeWith decodes doc, a JSON object of top-level fields, as inner
+// does.
 func (d tolerantDecoder) decodeWith(gvk schema.GroupVersionKind, doc map[string]json.RawMessage) (runtime.Object, error) {
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -316,10 +316,7 @@ func (d tolerantDecoder) decodeWith(gvk schema.GroupVersionKind, doc map[string]
 
 // with is doc with k set to v, doc itself unchanged.
 func with(doc map[string]json.RawMessage, k string, v json.RawMessage) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(doc)+1)
-	for dk, dv := range doc {
-		out[dk] = dv
-	}
+	out := maps.Clone(doc)
 	out[k] = v
 	return out
 }
