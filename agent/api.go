@@ -16,6 +16,13 @@ const (
 	// wanted). An agent older than them answers 404 (unknown path).
 	PathOwnersList = "/v1/zones/owners/list"
 	PathOwnersGet  = "/v1/zones/owners/get"
+	// PathKeysGet reads a signed zone's DNSSEC key files from named's
+	// key-directory; PathKeysRestore writes them back onto a volume that
+	// has lost them, before the zone is added (docs/behaviours.md,
+	// "DNSSEC keys outlive volumes"). An agent older than them answers
+	// 404.
+	PathKeysGet     = "/v1/zones/keys/get"
+	PathKeysRestore = "/v1/zones/keys/restore"
 )
 
 // Request size limits. Both sides apply them: the agent refuses larger
@@ -60,6 +67,14 @@ const (
 	// longer lists: an operator cannot sweep an agent storing more zones.
 	MaxStoredZones     = 100000
 	MaxStoredListBytes = 36 << 20
+	// MaxKeyFiles bounds the key files of one zone (ZoneKeys): a .key,
+	// .private and .state per key, for a KSK and a ZSK each mid-rollover
+	// with room to spare. MaxKeyFileBytes bounds one file: an RSA 4096
+	// .private is about 3.3 KiB. MaxKeysBytes bounds a ZoneKeys request
+	// or reply.
+	MaxKeyFiles     = 48
+	MaxKeyFileBytes = 16 << 10
+	MaxKeysBytes    = 1 << 20
 )
 
 // Actions reported by ensure and delete.
@@ -256,6 +271,41 @@ type OwnedSet struct {
 // once, canonical.
 type StoredOwners struct {
 	Zones []ZoneRef `json:"zones"`
+}
+
+// ZoneKeys are the DNSSEC key files named keeps for a zone in its
+// key-directory (K<zone>+<algorithm>+<tag>.key, .private and .state), the
+// zone's signing identity: the DS its parent publishes follows from them.
+// They are shared by every view that serves the zone (one key-directory).
+// Files are sorted by algorithm, tag, then kind.
+type ZoneKeys struct {
+	Zone  string    `json:"zone"`
+	Files []KeyFile `json:"files"`
+}
+
+// Kinds of key file.
+const (
+	KeyFilePublic  = "key"
+	KeyFilePrivate = "private"
+	KeyFileState   = "state"
+)
+
+// KeyFile is one of named's key files. Data is its content as named wrote
+// it; a .private file holds the private key.
+type KeyFile struct {
+	Algorithm uint8  `json:"algorithm"`
+	Tag       uint16 `json:"tag"`
+	Kind      string `json:"kind"` // KeyFilePublic, KeyFilePrivate or KeyFileState
+	Data      string `json:"data"`
+}
+
+// KeysRestoreResult says whether PathKeysRestore wrote the files: it
+// writes them only while named does not serve the zone and the
+// key-directory holds no key file of it, so keys named made or uses are
+// never replaced. Reason says why it did not.
+type KeysRestoreResult struct {
+	Restored bool   `json:"restored"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // OwnersResult says what the agent now protects in the zone.

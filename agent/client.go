@@ -181,6 +181,7 @@ func (c *Client) SetOwners(ctx context.Context, req OwnersRequest) (OwnersResult
 type ReplyChecks struct {
 	Owners func(OwnersRequest) (OwnersRequest, error)
 	Ref    func(ZoneRef) (ZoneRef, error)
+	Keys   func(ZoneKeys) (ZoneKeys, error)
 }
 
 // ready fails rather than hand back replies nobody checked.
@@ -278,6 +279,40 @@ func refString(r ZoneRef) string {
 		return "zone " + r.Zone
 	}
 	return "zone " + r.Zone + " in view " + r.View
+}
+
+// ZoneKeys reads the DNSSEC key files named keeps for zone. The reply is
+// untrusted: it must pass the agent's own checks (chk.Keys) and be the
+// zone asked for. An error for which IsNotFound is true means the agent
+// predates key reads.
+func (c *Client) ZoneKeys(ctx context.Context, zone string, chk ReplyChecks) (ZoneKeys, error) {
+	if chk.Keys == nil || chk.Ref == nil {
+		return ZoneKeys{}, errors.New("agent: no checks for the key reply (pass validate.Replies)")
+	}
+	want, err := chk.Ref(ZoneRef{Zone: zone})
+	if err != nil {
+		return ZoneKeys{}, err
+	}
+	var out ZoneKeys
+	if err := c.callBounded(ctx, PathKeysGet, want, &out, MaxRequestBytes, MaxKeysBytes); err != nil {
+		return ZoneKeys{}, err
+	}
+	got, err := chk.Keys(out)
+	if err != nil {
+		return ZoneKeys{}, fmt.Errorf("%w: %s", ErrBadReply, Bound(err.Error()))
+	}
+	if got.Zone != want.Zone {
+		return ZoneKeys{}, fmt.Errorf("%w: asked for the keys of %s, got those of %s", ErrBadReply, want.Zone, Bound(got.Zone))
+	}
+	return got, nil
+}
+
+// RestoreZoneKeys writes a zone's key files into named's key-directory
+// unless named serves the zone or has key files of it already.
+func (c *Client) RestoreZoneKeys(ctx context.Context, keys ZoneKeys) (KeysRestoreResult, error) {
+	var out KeysRestoreResult
+	err := c.callBounded(ctx, PathKeysRestore, keys, &out, MaxKeysBytes, MaxRequestBytes)
+	return out, err
 }
 
 // Sync flushes every zone's journal into its file (rndc sync -clean).

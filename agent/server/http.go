@@ -34,6 +34,8 @@ func (a *Agent) apiHandler() http.Handler {
 	mux.Handle("POST "+agent.PathOwners, a.instrument("owners", a.handleOwners))
 	mux.Handle("POST "+agent.PathOwnersList, a.instrument("owners-list", a.handleOwnersList))
 	mux.Handle("POST "+agent.PathOwnersGet, a.instrument("owners-get", a.handleOwnersGet))
+	mux.Handle("POST "+agent.PathKeysGet, a.instrument("keys-get", zoneHandler(a.handleKeysGet)))
+	mux.Handle("POST "+agent.PathKeysRestore, a.instrument("keys-restore", a.handleKeysRestore))
 	// Anything else: the mux answers 404, or 405 for a known path with
 	// another method.
 	return mux

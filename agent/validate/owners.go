@@ -14,7 +14,7 @@ const MaxUpdateKeys = 16
 // reads back from an agent (agent.Client.StoredOwners): the agent's own.
 // The client cannot import this package, which imports agent for the
 // API's types, so callers pass these.
-var Replies = agent.ReplyChecks{Owners: Owners, Ref: Ref}
+var Replies = agent.ReplyChecks{Owners: Owners, Ref: Ref, Keys: Keys}
 
 // Ref checks a zone reference and returns it canonical: the view as
 // ViewName allows it, the zone as ZoneName gives it (what Owners does with
