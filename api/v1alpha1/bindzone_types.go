@@ -303,6 +303,13 @@ type ZoneDNSSECStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=256
 	DS []string `json:"ds,omitempty"`
+	// keysSecret is the Secret, in the zone's namespace, that holds a copy
+	// of the zone's key files (named's .key, .private and .state): the
+	// operator restores them onto a primary volume that lost them, so the
+	// DS above stays valid. Set once the copy is written.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	KeysSecret string `json:"keysSecret,omitempty"`
 }
 
 // ManagedRecordSet is one record set a BindZone wrote.

@@ -107,6 +107,29 @@ const (
 	// ReasonNotTransferred: some pods of a Secondary zone do not serve it:
 	// their transfer from spec.primaries has not succeeded yet.
 	ReasonNotTransferred = "NotTransferred"
+	// ReasonDNSSECKeysUnusable: the zone's keys Secret holds files that
+	// are not the zone's keys, and the primary has none of its own: the
+	// zone is not added, since named would sign it with new keys that the
+	// parent's DS does not match. The message names the file at fault.
+	ReasonDNSSECKeysUnusable = "DNSSECKeysUnusable"
+)
+
+// ConditionDNSSECKeysStored is a signed BindZone's second condition: True
+// once its key files are copied into its keys Secret
+// (status.dnssec.keysSecret) as named holds them now. Until then a lost
+// primary volume would lose the keys.
+const ConditionDNSSECKeysStored = "DNSSECKeysStored"
+
+// Reasons of a BindZone's DNSSECKeysStored condition.
+const (
+	// ReasonKeysStored: the Secret holds the keys named signs with.
+	ReasonKeysStored = "Stored"
+	// ReasonNoKeysYet: named has not made the zone's keys yet.
+	ReasonNoKeysYet = "NoKeysYet"
+	// ReasonKeysNotStored: the copy failed (the Secret's name is taken
+	// by a Secret the operator did not create, or the agent or the API
+	// server failed); retried.
+	ReasonKeysNotStored = "NotStored"
 )
 
 // Reasons of a DNSRecord's Ready and Conflict conditions.

@@ -1,6 +1,12 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -99,6 +105,9 @@ const (
 	DefaultTSIGAlgorithm = TSIGHMACSHA256
 	// TSIGSecretNameSuffix makes a key's default Secret "<name>-tsig".
 	TSIGSecretNameSuffix = "-tsig"
+	// DNSSECKeysSecretSuffix makes a signed zone's keys Secret
+	// "<name>-dnssec-keys" (DNSSECKeysSecretName).
+	DNSSECKeysSecretSuffix = "-dnssec-keys"
 	// DefaultViewOrder and DefaultPolicyOrder place views and policies
 	// that name no order, after every one that does below 100.
 	DefaultViewOrder   = 100
@@ -349,4 +358,45 @@ func (f Forwarder) AddressPort() (string, int32) {
 // unset.
 func (r RemoteServer) AddressPort() (string, int32) {
 	return r.Address, ptr.Deref(r.Port, DefaultDNSPort)
+}
+
+// DNSSECKeysSecretName is the Secret that holds a copy of the DNSSEC keys
+// of the BindZone named zone: "<zone>-dnssec-keys", or, when that would
+// exceed an object name's 253 characters, the name cut short with a hash
+// of the whole name before the suffix, so two zones never share one.
+func DNSSECKeysSecretName(zone string) string {
+	const max = 253
+	if len(zone)+len(DNSSECKeysSecretSuffix) <= max {
+		return zone + DNSSECKeysSecretSuffix
+	}
+	sum := sha256.Sum256([]byte(zone))
+	h := hex.EncodeToString(sum[:4])
+	keep := strings.TrimRight(zone[:max-len(DNSSECKeysSecretSuffix)-len(h)-1], ".-")
+	return keep + "-" + h + DNSSECKeysSecretSuffix
+}
+
+// DNSSECKeyFileKey is the data key of one key file in a keys Secret:
+// "<algorithm>-<tag>.<kind>" ("013-12345.private"), named's
+// K<zone>.+013+12345.private without the zone, which the Secret is for,
+// and with '-' for the '+' a data key cannot hold.
+func DNSSECKeyFileKey(algorithm uint8, tag uint16, kind string) string {
+	return fmt.Sprintf("%03d-%05d.%s", algorithm, tag, kind)
+}
+
+// ParseDNSSECKeyFileKey reads a DNSSECKeyFileKey back; kind is "key",
+// "private" or "state".
+func ParseDNSSECKeyFileKey(k string) (algorithm uint8, tag uint16, kind string, ok bool) {
+	if len(k) < 11 || k[3] != '-' || k[9] != '.' {
+		return 0, 0, "", false
+	}
+	a, err1 := strconv.ParseUint(k[:3], 10, 8)
+	t, err2 := strconv.ParseUint(k[4:9], 10, 16)
+	kind = k[10:]
+	if err1 != nil || err2 != nil || a == 0 || (kind != "key" && kind != "private" && kind != "state") {
+		return 0, 0, "", false
+	}
+	if DNSSECKeyFileKey(uint8(a), uint16(t), kind) != k {
+		return 0, 0, "", false
+	}
+	return uint8(a), uint16(t), kind, true
 }

@@ -115,7 +115,7 @@ const replicatingRecheck = 15 * time.Second
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones/status,verbs=patch
 // +kubebuilder:rbac:groups=bind.unkin.net,resources=bindzones/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 
 // Reconcile applies one BindZone.
 func (r *BindZoneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -167,6 +167,11 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	if err != nil {
 		return r.report(zone, status, err)
 	}
+	// Before the zone can be added to a primary without its keys: named
+	// would make new ones.
+	if err := r.restoreKeys(ctx, zone, t); err != nil {
+		return r.report(zone, status, err)
+	}
 	added, err := r.ensureOnPods(ctx, zone, t)
 	if err != nil {
 		return r.report(zone, status, err)
@@ -193,6 +198,16 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	}
 	inSync := r.observeSerials(ctx, t, status)
 	r.observeDNSSEC(ctx, zone, t, status)
+	keysAgain := r.keepKeys(ctx, zone, t, status)
+	res, err := r.settle(ctx, zone, t, status, inSync)
+	if err == nil && keysAgain > 0 && (res.RequeueAfter == 0 || keysAgain < res.RequeueAfter) {
+		res.RequeueAfter = keysAgain
+	}
+	return res, err
+}
+
+// settle catches the serial up and reports how the zone is served.
+func (r *BindZoneReconciler) settle(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus, inSync bool) (ctrl.Result, error) {
 	if again, err := r.catchUpSerial(ctx, zone, t, status); err != nil {
 		return r.report(zone, status, err)
 	} else if again {

@@ -43,5 +43,9 @@ func (r *BindZoneReconciler) observeDNSSEC(ctx context.Context, zone *bindv1alph
 	if len(ds) > maxDS {
 		ds = ds[:maxDS]
 	}
-	status.DNSSEC = &bindv1alpha1.ZoneDNSSECStatus{DS: ds}
+	keys := ""
+	if status.DNSSEC != nil {
+		keys = status.DNSSEC.KeysSecret
+	}
+	status.DNSSEC = &bindv1alpha1.ZoneDNSSECStatus{DS: ds, KeysSecret: keys}
 }
