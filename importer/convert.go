@@ -558,11 +558,28 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 		}
 	}
 	z.ObjectMeta = c.meta("BindZone", prefix+name)
+	// Before the zone file: whether the zone is signed decides what its
+	// DNSSEC records are.
+	if o := s.Find("dnssec-policy"); o != nil && z.Spec.Type == v1.ZonePrimary {
+		c.signedZone(z, s, o)
+	}
 	ownTransfer, ownQuery := false, false
 	for _, o := range s.Block {
 		kw, ow := o.Keyword(), what+": "+o.Text()
 		switch kw {
 		case "type":
+		case "dnssec-policy":
+			if z.Spec.Type != v1.ZonePrimary {
+				c.res.Report.omit(o.Pos, ow, "only a Primary zone is signed by the cluster; a %s zone serves what its primaries sign", z.Spec.Type)
+			}
+		case "inline-signing", "key-directory":
+			if z.Spec.DNSSECPolicyRef != nil {
+				c.res.Report.replace(o.Pos, ow, "the operator sets it for a signed zone (inline signing unless the zone takes updates; the keys in the pods' own key-directory)")
+			} else {
+				c.res.Report.replace(o.Pos, ow, "it matters only to a signed zone")
+			}
+		case "auto-dnssec":
+			c.res.Report.omit(o.Pos, ow, "auto-dnssec is replaced by dnssec-policy in BIND 9.18; sign the zone with a BindDNSSECPolicy")
 		case "file":
 			if z.Spec.Type != v1.ZonePrimary {
 				c.res.Report.replace(o.Pos, ow, "the operator keeps the transferred copy on the pods")
@@ -604,12 +621,6 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 			}
 		case "also-notify":
 			c.res.Report.omit(o.Pos, ow, "the operator does not notify servers outside the cluster yet; they still transfer when the SOA refresh says")
-		case "dnssec-policy", "inline-signing", "auto-dnssec", "key-directory":
-			why := "signed zones are not imported yet: their keys must move with them (docs/migrating.md)"
-			if p, ok := c.dnssecPolicies[o.Arg(0)]; ok && kw == "dnssec-policy" {
-				why += "; the policy is BindDNSSECPolicy " + p
-			}
-			c.res.Report.omit(o.Pos, ow, "%s", why)
 		default:
 			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(o.Pos, ow, "%s", why)
@@ -713,7 +724,11 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 			continue
 		}
 		if slices.Contains(dnssecTypes, h.Rrtype) {
-			c.res.Report.omit(r.Pos, what, "DNSSEC data is made by the signer, not imported: signed zones are not imported yet (docs/migrating.md)")
+			if z.Spec.DNSSECPolicyRef != nil {
+				c.res.Report.replace(r.Pos, what, "the signer's record: the cluster signs the zone again with its BindDNSSECPolicy")
+			} else {
+				c.res.Report.omit(r.Pos, what, "the signer's record, and the zone is imported unsigned (it names no dnssec-policy the import carries over)")
+			}
 			continue
 		}
 		if !slices.Contains(v1.RecordTypes, v1.RecordType(typ)) {

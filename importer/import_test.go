@@ -3,8 +3,10 @@ package importer
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -255,9 +257,23 @@ func TestImportCatalog(t *testing.T) {
 	}
 	g.Expect(lines).To(ConsistOf(
 		"/etc/bind/named.conf:23: omitted: zone catalog.example (catalog): member partner.example: it is not a primary zone this import emits; the operator's catalogs list the cluster's own primary zones",
-		"/etc/bind/named.conf:27: omitted: zone signed.example: dnssec-policy standard;: signed zones are not imported yet: their keys must move with them (docs/migrating.md); the policy is BindDNSSECPolicy standard",
-		"/etc/bind/named.conf:27: omitted: zone signed.example: inline-signing yes;: signed zones are not imported yet: their keys must move with them (docs/migrating.md)",
 	))
+
+	// The signed zone is signed by its policy, with the server's keys in
+	// the Secret the operator restores onto the primary.
+	signed := byName[*v1.BindZone](res.Objects, "signed.example")
+	g.Expect(signed.Spec.DNSSECPolicyRef).To(Equal(&v1.LocalObjectReference{Name: "standard"}))
+	var keys *corev1.Secret
+	for _, s := range res.Secrets {
+		if s.Name == v1.DNSSECKeysSecretName("signed.example") {
+			keys = s
+		}
+	}
+	g.Expect(keys).NotTo(BeNil(), "the keys Secret")
+	g.Expect(keys.Labels).To(HaveKeyWithValue(v1.LabelManagedBy, v1.ManagedByValue))
+	g.Expect(slices.Sorted(maps.Keys(keys.Data))).To(Equal([]string{"013-32489.key", "013-32489.private", "013-60089.key", "013-60089.private"}))
+	g.Expect(string(keys.Data["013-32489.key"])).To(ContainSubstring("signed.example. IN DNSKEY 257 3 13"))
+	g.Expect(res.Report.Findings).To(ContainElement(HaveField("Why", HavePrefix("signed by BindDNSSECPolicy standard with its 4 key files from /var/cache/bind, in Secret signed.example-dnssec-keys"))))
 
 	// The signed zone's policy is carried over, setting by setting.
 	pol := byName[*v1.BindDNSSECPolicy](res.Objects, "standard")
@@ -479,4 +495,41 @@ func toObjects(secrets []*corev1.Secret) []client.Object {
 		out[i] = s
 	}
 	return out
+}
+
+// TestImportSignedZoneWithoutUsableKeys: a signed zone whose keys cannot
+// come along is still imported signed, and the report says the DS at the
+// parent must change; a key of an algorithm no policy signs with is
+// reported, not guessed.
+func TestImportSignedZoneWithoutUsableKeys(t *testing.T) {
+	conf := `options { directory "/var/named"; key-directory "keys"; };
+dnssec-policy "p" { keys { csk lifetime unlimited algorithm 13; }; };
+zone "s.example" { type primary; file "db.s"; dnssec-policy "p"; };
+`
+	zone := "$TTL 300\n@ SOA ns. h. 1 1 1 1 1\n@ NS ns.\n"
+	for _, c := range []struct {
+		desc  string
+		files map[string]string
+		want  string
+	}{
+		{"no key files", map[string]string{"var/named/keys/README": "x"}, "/var/named/keys holds no key file of it (Ks.example.+*)"},
+		{"no key-directory", nil, "its key-directory /var/named/keys cannot be read (no such file or directory)"},
+		{"an unknown algorithm", map[string]string{"var/named/keys/Ks.example.+253+00001.key": "x"}, "key file /var/named/keys/Ks.example.+253+00001.key names algorithm 253, which no BindDNSSECPolicy signs with"},
+		{"a public key alone", map[string]string{"var/named/keys/Ks.example.+013+00001.key": "x"}, "the key files in /var/named/keys are not usable: files[0]: 013+00001.key: does not parse as a DNSKEY record"},
+	} {
+		files := map[string]string{"etc/named.conf": conf, "var/named/db.s": zone}
+		maps.Copy(files, c.files)
+		res, err := Import(Options{Root: writeTree(t, files), Config: "/etc/named.conf", Namespace: "dns", Cluster: "c"})
+		if err != nil {
+			t.Fatalf("%s: %v", c.desc, err)
+		}
+		z := byName[*v1.BindZone](res.Objects, "s.example")
+		if z == nil || z.Spec.DNSSECPolicyRef == nil || z.Spec.DNSSECPolicyRef.Name != "p" {
+			t.Errorf("%s: the zone is not signed by p: %+v", c.desc, z)
+		}
+		if len(res.Secrets) != 0 {
+			t.Errorf("%s: %d Secrets", c.desc, len(res.Secrets))
+		}
+		NewWithT(t).Expect(res.Report.Findings).To(ContainElement(And(HaveField("Kind", Omitted), HaveField("Why", ContainSubstring(c.want+"; the cluster makes new keys, and the DS at the parent must change to them")))), c.desc)
+	}
 }
