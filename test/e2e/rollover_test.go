@@ -33,8 +33,9 @@ func TestZSKRollsWhileAnswersValidate(t *testing.T) {
 	ns := newNamespace(ctx, t, "e2e-rollover")
 	// Storage: the keys live in the primary's data volume. On an emptyDir
 	// a restart of the primary (a new cluster rolls once while its keys
-	// and catalogs arrive) makes new keys, and the DS read before it no
-	// longer matches.
+	// and catalogs arrive) depends on the keys Secret's restore, which
+	// TestSignedZoneKeysOutliveThePrimaryVolume proves; here the DS read
+	// before the roll must stay the one anchor.
 	a := authoritative{Namespace: ns, Name: "signer", Replicas: 2, Catalog: "catalog.signer.internal", Storage: true}
 	a.create(ctx, t)
 	t.Cleanup(func() { dumpOnFailure(t, ns, a.Name, a.Replicas) })
