@@ -68,6 +68,13 @@ $INCLUDE var/cache/bind/example.com.inc
 $GENERATE 1-250 host$ IN A 198.51.100.$
 $GENERATE 1-500 $.rev IN PTR host$.gen.example.
 `,
+		// Signed by the legacy server's dnssec-policy, inline: the file
+		// is unsigned, the keys are in its key-directory.
+		"signed.example": `$TTL 300
+@	IN SOA ns1.example.com. hostmaster.example.com. 3 3600 600 1209600 60
+	IN NS ns1.example.com.
+www	IN A 192.0.2.90
+`,
 	},
 }
 
@@ -90,6 +97,13 @@ logging { channel to_stderr { stderr; severity info; }; category default { to_st
 
 acl "transfers" { key "xfer-key"; };
 
+dnssec-policy "legacy-signing" {
+	keys {
+		ksk lifetime unlimited algorithm ecdsap256sha256;
+		zsk lifetime unlimited algorithm ecdsap256sha256;
+	};
+};
+
 view "internal" {
 	match-clients { key "internal-view"; };
 	zone "example.com" {
@@ -104,6 +118,12 @@ view "external" {
 	match-clients { !key "internal-view"; any; };
 	zone "example.com" { type master; file "var/cache/bind/db.example.com"; allow-transfer { transfers; }; };
 	zone "gen.example" { type primary; file "var/cache/bind/db.gen.example"; };
+	zone "signed.example" {
+		type primary;
+		file "var/cache/bind/db.signed.example";
+		dnssec-policy "legacy-signing";
+		inline-signing yes;
+	};
 	zone "partner.example" {
 		type secondary;
 		primaries { %s port %d key "xfer-key"; };
@@ -116,6 +136,7 @@ view "external" {
 	pid-file none;
 	session-keyfile none;
 	managed-keys-directory ".";
+	key-directory "var/cache/bind/keys";
 	listen-on port %d { 127.0.0.1; };
 	listen-on-v6 { none; };
 	recursion no;
@@ -130,21 +151,26 @@ view "external" {
 		"var/cache/bind/db.example.com":          legacyZones["external"]["example.com"],
 		"var/cache/bind/db.gen.example":          legacyZones["external"]["gen.example"],
 		"var/cache/bind/example.com.inc":         "inc1\tIN A 198.51.100.201\n$ORIGIN dev.example.com.\napi\tIN AAAA 2001:db8::1\n",
+		"var/cache/bind/db.signed.example":       legacyZones["external"]["signed.example"],
+		"var/cache/bind/keys/README":             "named's keys of the signed zones\n",
 	}
 	return files
 }
 
-// TestImportExistingServer (issue 46 items 1, 3 and 5, without the signed
-// and the 100,000-record zones): a Debian named on the node runs as the
-// user's existing server (two views chosen by key, ACLs, keyed transfers
-// and updates, $INCLUDE, $ORIGIN, $GENERATE, a secondary zone of another
-// named on the node's address); the checkout's binary's
+// TestImportExistingServer (issue 46 items 1, 3, 5 and 6, without the
+// 100,000-record zone): a Debian named on the node runs as the user's
+// existing server (two views chosen by key, ACLs, keyed transfers and
+// updates, $INCLUDE, $ORIGIN, $GENERATE, a zone it signs with its
+// dnssec-policy, a secondary zone of another named on the node's
+// address); the checkout's binary's
 // `import` reads its files and reports the import whole; the Secrets and
 // then the objects pass `kubectl apply --dry-run=server` through the real
 // webhooks and are applied; and for every zone of every view, an AXFR from
 // the old server and one from every pod of the new cluster hold the same
 // record sets (the SOA serial aside), and clients of each view get the
-// same answers from both.
+// same answers from both. delv anchored on the DS of the old server's
+// key-signing key validates the signed zone on every pod right after the
+// import: its keys came along.
 func TestImportExistingServer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -157,6 +183,9 @@ func TestImportExistingServer(t *testing.T) {
 	upstream := startUpstreamServer(t, keys["xfer-key"])
 	root := t.TempDir()
 	old := startLegacyServer(t, root, upstream, keys)
+	// The DS the parent of the signed zone publishes: its KSK's, read
+	// from the old server before the import.
+	ds := legacyDS(ctx, t, old, "signed.example")
 
 	ns := newNamespace(ctx, t, "e2e-import")
 	out := t.TempDir()
@@ -205,6 +234,9 @@ func TestImportExistingServer(t *testing.T) {
 		// A secondary zone: the old server and the pods transfer it from
 		// the same upstream primary.
 		{"external", "partner.example", keys["xfer-key"]},
+		// A signed zone: the same records and the same DNSKEYs, since the
+		// cluster signs with the old server's keys (signatures aside).
+		{"external", "signed.example", keys["xfer-key"]},
 	} {
 		var want []string
 		NewWithT(t).Eventually(func() (err error) {
@@ -242,6 +274,7 @@ func TestImportExistingServer(t *testing.T) {
 		{"x.apps.example.com.", dns.TypeA, nil},
 		{"host42.gen.example.", dns.TypeA, nil},
 		{"txt.example.com.", dns.TypeTXT, nil},
+		{"www.signed.example.", dns.TypeA, nil},
 	} {
 		want := viewAnswer(t, old, q.name, q.qtype, q.key)
 		for i, ip := range ips {
@@ -250,6 +283,42 @@ func TestImportExistingServer(t *testing.T) {
 			}
 		}
 	}
+
+	// Right after the import, the parent's DS (the old server's KSK)
+	// validates every pod's answers: the zone kept its keys.
+	anchors := writeAnchors(t, "signed.example", ds)
+	for i, ip := range ips {
+		NewWithT(t).Eventually(func() error {
+			out, err := delvOnce(ctx, anchors, "signed.example", ip, "www.signed.example")
+			if err != nil {
+				return fmt.Errorf("%w:\n%s", err, out)
+			}
+			return nil
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2*time.Second).Should(Succeed(), "delv @legacy-%d anchored on the old server's DS %v", i, ds)
+	}
+	t.Logf("signed.example: delv anchored on the old server's DS %v fully validated on both pods", ds)
+}
+
+// legacyDS waits until the old server signs zone with a KSK and returns
+// that key's DS (SHA-256), as status.dnssec.ds writes it.
+func legacyDS(ctx context.Context, t *testing.T, server, zone string) []string {
+	t.Helper()
+	var ds []string
+	NewWithT(t).Eventually(func(g Gomega) {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(zone), dns.TypeDNSKEY)
+		r, err := dns.ExchangeContext(ctx, m, server)
+		g.Expect(err).NotTo(HaveOccurred())
+		ds = nil
+		for _, rr := range r.Answer {
+			if k, ok := rr.(*dns.DNSKEY); ok && k.Flags&dns.SEP != 0 {
+				d := k.ToDS(dns.SHA256)
+				ds = append(ds, fmt.Sprintf("%d %d %d %s", d.KeyTag, d.Algorithm, d.DigestType, strings.ToUpper(d.Digest)))
+			}
+		}
+		g.Expect(ds).To(HaveLen(1), "the old server's KSK of %s", zone)
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	return ds
 }
 
 // startLegacyServer writes the legacy tree into root and runs named on it,
@@ -388,6 +457,9 @@ func zoneRRs(server, zone string, key tsigKey) ([]string, error) {
 			s.Serial = 0
 			rr = &s
 		}
+		if slices.Contains(signerTypes, rr.Header().Rrtype) {
+			return
+		}
 		rr.Header().Name = strings.ToLower(rr.Header().Name)
 		seen[rr.String()] = true // the closing SOA repeats the first
 	})
@@ -401,6 +473,12 @@ func zoneRRs(server, zone string, key tsigKey) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// signerTypes are what a signer makes afresh (signatures, denial of
+// existence, its signing state in TYPE65534, the CDS it offers the
+// parent): transfers are compared without them. DNSKEY is compared: the
+// keys are the zone's identity.
+var signerTypes = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeNSEC3PARAM, dns.TypeCDS, dns.TypeCDNSKEY, 65534}
 
 // diffRRs says which records only one side has ("" when none).
 func diffRRs(want, got []string) string {
