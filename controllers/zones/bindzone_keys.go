@@ -142,7 +142,7 @@ func (r *BindZoneReconciler) storeKeys(ctx context.Context, zone *bindv1alpha1.B
 		return false, err
 	}
 	if cur.Labels[bindv1alpha1.LabelManagedBy] != bindv1alpha1.ManagedByValue {
-		return false, fmt.Errorf("Secret %q exists and was not created by the operator, which does not write it; rename that Secret, or label it %s=%s to let the operator keep the zone's keys in it", name, bindv1alpha1.LabelManagedBy, bindv1alpha1.ManagedByValue)
+		return false, fmt.Errorf("the Secret %q exists and was not created by the operator, which does not write it; rename that Secret, or label it %s=%s to let the operator keep the zone's keys in it", name, bindv1alpha1.LabelManagedBy, bindv1alpha1.ManagedByValue)
 	}
 	owned := metav1.IsControlledBy(&cur, zone)
 	if owned && maps.EqualFunc(cur.Data, want, bytes.Equal) {
@@ -153,7 +153,7 @@ func (r *BindZoneReconciler) storeKeys(ctx context.Context, zone *bindv1alpha1.B
 	upd.Labels = keysLabels(zone, cur.Labels)
 	if !owned {
 		if err := controllerutil.SetControllerReference(zone, upd, r.Client.Scheme()); err != nil {
-			return false, fmt.Errorf("Secret %q: %w", name, err)
+			return false, fmt.Errorf("the Secret %q: %w", name, err)
 		}
 	}
 	if err := r.Client.Update(ctx, upd); err != nil {
