@@ -63,6 +63,11 @@ func (r *BindZoneReconciler) restoreKeys(ctx context.Context, zone *bindv1alpha1
 		return &problem{bindv1alpha1.ReasonPrimaryNotReady, err.Error(), 10 * time.Second}
 	}
 	res, err := ac.RestoreZoneKeys(ctx, keys)
+	if agent.IsNotFound(err) {
+		// An agent of an earlier release, until the pods roll to this
+		// one's: it cannot restore, and the zone is ensured as before.
+		return nil
+	}
 	if err != nil {
 		return agentProblem(prim.Pod, err)
 	}
@@ -92,6 +97,10 @@ func (r *BindZoneReconciler) keepKeys(ctx context.Context, zone *bindv1alpha1.Bi
 		return keysRequeue
 	}
 	keys, err := ac.ZoneKeys(ctx, t.zoneName, validate.Replies)
+	if agent.IsNotFound(err) {
+		set(metav1.ConditionFalse, bindv1alpha1.ReasonKeysNotStored, fmt.Sprintf("the agent of the primary %s predates key copies; the keys are copied once the pods run this release's agent", prim.Pod))
+		return time.Minute
+	}
 	if err != nil {
 		set(metav1.ConditionFalse, bindv1alpha1.ReasonKeysNotStored, fmt.Sprintf("reading the zone's keys from the primary %s: %v", prim.Pod, err))
 		return keysRequeue

@@ -44,20 +44,11 @@ func TestSignedZoneKeysOutliveThePrimaryVolume(t *testing.T) {
 	ips := a.servedByAll(ctx, t, zone)
 
 	name := "www." + zone
-	var ds []string
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(z), z)).To(Succeed())
+	ds := validatingDS(ctx, t, z, ips, name, func(g Gomega, z *v1.BindZone) {
 		stored := meta.FindStatusCondition(z.Status.Conditions, v1.ConditionDNSSECKeysStored)
 		g.Expect(stored).NotTo(BeNil())
 		g.Expect(stored.Reason).To(Equal(v1.ReasonKeysStored), stored.Message)
-		g.Expect(z.Status.DNSSEC.DS).NotTo(BeEmpty())
-		ds = z.Status.DNSSEC.DS
-		anchors := writeAnchors(t, zone, ds)
-		for _, ip := range ips {
-			out, err := delvOnce(ctx, anchors, zone, ip, name)
-			g.Expect(err).NotTo(HaveOccurred(), "delv @%s with DS %v:\n%s", ip, ds, out)
-		}
-	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the keys stored and the DS validating every pod's answer")
+	})
 	var secret corev1.Secret
 	testkit.Must(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: z.Status.DNSSEC.KeysSecret}, &secret))
 	t.Logf("DS %v; Secret %s holds %d key files", ds, secret.Name, len(secret.Data))

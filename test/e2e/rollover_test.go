@@ -60,18 +60,7 @@ func TestZSKRollsWhileAnswersValidate(t *testing.T) {
 	// The DS in status, read again until it validates both pods' answers:
 	// the cluster may still be settling. From then on it is fixed.
 	name := "www." + zone
-	var ds []string
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(z), z)).To(Succeed())
-		g.Expect(z.Status.DNSSEC).NotTo(BeNil())
-		g.Expect(z.Status.DNSSEC.DS).NotTo(BeEmpty())
-		ds = z.Status.DNSSEC.DS
-		anchors := writeAnchors(t, zone, ds)
-		for _, ip := range ips {
-			out, err := delvOnce(ctx, anchors, zone, ip, name)
-			g.Expect(err).NotTo(HaveOccurred(), "delv @%s with DS %v:\n%s", ip, ds, out)
-		}
-	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the zone's DS validates its answers on every pod")
+	ds := validatingDS(ctx, t, z, ips, name, nil)
 	first := map[string]uint16{}
 	for _, ip := range ips {
 		NewWithT(t).Eventually(func() (uint16, error) {
@@ -112,6 +101,30 @@ func TestZSKRollsWhileAnswersValidate(t *testing.T) {
 	}
 	tag, _ := signingTag(ips[1], name)
 	t.Logf("the ZSK rolled from %d to %d on the primary and the secondary %s after the zone was signed; all %d delv checks fully validated", first[ips[0]], tag, time.Since(start).Round(time.Second), checks)
+}
+
+// validatingDS waits until status.dnssec.ds of z validates name on every
+// pod (delv anchored on it alone) and returns it; check, when set, must
+// hold for the zone as well.
+func validatingDS(ctx context.Context, t *testing.T, z *v1.BindZone, ips []string, name string, check func(Gomega, *v1.BindZone)) []string {
+	t.Helper()
+	zone := string(z.Spec.ZoneName)
+	var ds []string
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(z), z)).To(Succeed())
+		if check != nil {
+			check(g, z)
+		}
+		g.Expect(z.Status.DNSSEC).NotTo(BeNil())
+		g.Expect(z.Status.DNSSEC.DS).NotTo(BeEmpty())
+		ds = z.Status.DNSSEC.DS
+		anchors := writeAnchors(t, zone, ds)
+		for _, ip := range ips {
+			out, err := delvOnce(ctx, anchors, zone, ip, name)
+			g.Expect(err).NotTo(HaveOccurred(), "delv @%s with DS %v:\n%s", ip, ds, out)
+		}
+	}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), "the zone's DS validates its answers on every pod")
+	return ds
 }
 
 // signingTag is the key tag of the RRSIG over name's A records.
