@@ -123,13 +123,13 @@ const ConditionDNSSECKeysStored = "DNSSECKeysStored"
 // Reasons of a BindZone's DNSSECKeysStored condition.
 const (
 	// ReasonKeysStored: the Secret holds the keys named signs with.
-	ReasonKeysStored = "Stored"
+	ReasonKeysStored = "KeysStored"
 	// ReasonNoKeysYet: named has not made the zone's keys yet.
 	ReasonNoKeysYet = "NoKeysYet"
 	// ReasonKeysNotStored: the copy failed (the Secret's name is taken
 	// by a Secret the operator did not create, or the agent or the API
 	// server failed); retried.
-	ReasonKeysNotStored = "NotStored"
+	ReasonKeysNotStored = "KeysNotStored"
 )
 
 // Reasons of a DNSRecord's Ready and Conflict conditions.

@@ -34,8 +34,9 @@ import (
 // or whose copy failed, is looked at again.
 const keysRequeue = 5 * time.Second
 
-// restoreKeys gives the primary's agent the zone's keys Secret before the
-// zone is ensured. The agent writes the files only while named does not
+// restoreKeys gives the primary's agent the zone's keys Secret (the
+// operator's, or the importer's, which carries the operator's label)
+// before the zone is ensured. The agent writes the files only while named does not
 // serve the zone and has no key of it, so this is a no-op but on a new or
 // emptied volume. A Secret whose files are not the zone's keys stops the
 // zone from being added: named would make new keys.
@@ -49,6 +50,11 @@ func (r *BindZoneReconciler) restoreKeys(ctx context.Context, zone *bindv1alpha1
 		return nil
 	} else if err != nil {
 		return err
+	}
+	if secret.Labels[bindv1alpha1.LabelManagedBy] != bindv1alpha1.ManagedByValue {
+		// Not the operator's (keepKeys says so on the zone): what it
+		// holds is not taken for the zone's keys.
+		return nil
 	}
 	keys, err := keysFromSecret(t.zoneName, secret.Data)
 	if err != nil {

@@ -113,3 +113,60 @@ func dnskeyTags(addr, zone string) []uint16 {
 	slices.Sort(tags)
 	return tags
 }
+
+// TestKeysSecretsTheOperatorDoesNotTrust: a keys Secret whose files are not
+// the zone's keys keeps the zone off a primary that has none (named would
+// sign with new keys) and says which file is at fault; deleting it lets the
+// zone in with new keys, copied into a Secret the operator creates. A
+// Secret of that name the operator did not create is never written.
+func TestKeysSecretsTheOperatorDoesNotTrust(t *testing.T) {
+	c := newCluster(t, 2)
+	policy := v1.BindDNSSECPolicy{ObjectMeta: metav1.ObjectMeta{Name: "csk", Namespace: c.ns}, Spec: v1.BindDNSSECPolicySpec{
+		Keys: []v1.DNSSECKey{{Role: "CSK", Algorithm: "ecdsap256sha256", Lifetime: v1.DNSSECLifetimeUnlimited}},
+	}}
+	zone := func(name string) v1.BindZone {
+		return v1.BindZone{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns}, Spec: v1.BindZoneSpec{
+			ClusterRef: v1.LocalObjectReference{Name: c.name}, ZoneName: v1.DomainName(name + ".test"), Type: v1.ZonePrimary,
+			CatalogZoneRef:  &v1.LocalObjectReference{Name: "catalog"},
+			DNSSECPolicyRef: &v1.LocalObjectReference{Name: "csk"},
+		}}
+	}
+	forged, foreign := zone("forged"), zone("foreign")
+	c.Roll([]v1.BindZone{forged, foreign}, policy)
+	c.create(policy.DeepCopy())
+	c.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "forged-dnssec-keys", Labels: map[string]string{v1.LabelManagedBy: v1.ManagedByValue}},
+		Data: map[string][]byte{"013-00001.key": []byte("forged.test. IN DNSKEY 257 3 13 AAAA\n"), "013-00001.private": []byte("Private-key-format: v1.3\nAlgorithm: 13 (ECDSAP256SHA256)\n")}})
+	c.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "foreign-dnssec-keys"}, StringData: map[string]string{"note": "someone else's"}})
+	c.create(forged.DeepCopy())
+	c.create(foreign.DeepCopy())
+
+	z := c.waitZone("forged", v1.ReasonDNSSECKeysUnusable, 30*time.Second)
+	g := NewWithT(t)
+	g.Expect(meta.FindStatusCondition(z.Status.Conditions, v1.ConditionReady).Message).To(ContainSubstring(`the DNSSEC keys in Secret "forged-dnssec-keys" are not usable for zone forged.test: files[0]: 013+00001.key: `))
+	_, served := soaRcode(c.Nodes[0].DNSAddr(), "forged.test")
+	g.Expect(served).To(BeFalse(), "the primary must not serve the zone with keys of its own making")
+
+	// Not the operator's: neither taken for the zone's keys nor written.
+	c.waitZone("foreign", v1.ReasonServed, 30*time.Second)
+	c.g.Eventually(func(g Gomega) {
+		cond := meta.FindStatusCondition(c.zone("foreign").Status.Conditions, v1.ConditionDNSSECKeysStored)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(v1.ReasonKeysNotStored))
+		g.Expect(cond.Message).To(ContainSubstring(`the Secret "foreign-dnssec-keys" exists and was not created by the operator`))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	var s corev1.Secret
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "foreign-dnssec-keys"}, &s)).To(Succeed())
+	g.Expect(s.Data).To(Equal(map[string][]byte{"note": []byte("someone else's")}), "a Secret the operator did not create is left as it is")
+	g.Expect(s.OwnerReferences).To(BeEmpty())
+
+	// The forged Secret goes: named makes the zone's keys, and the
+	// operator keeps them in a Secret of its own.
+	g.Expect(k8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "forged-dnssec-keys"}})).To(Succeed())
+	c.editZone("forged", func(z *v1.BindZone) { z.Annotations = map[string]string{v1.AnnotationResync: "unforged"} })
+	c.waitZone("forged", v1.ReasonServed, 30*time.Second)
+	c.g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "forged-dnssec-keys"}, &s)).To(Succeed())
+		g.Expect(metav1.GetControllerOf(&s)).To(HaveField("Name", "forged"))
+		g.Expect(s.Data).To(HaveLen(3), "the CSK's .key, .private and .state")
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}
