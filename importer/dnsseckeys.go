@@ -26,36 +26,31 @@ import (
 // makes them again.
 
 // signedZone reads the zone's dnssec-policy (o) and, when the policy was
-// imported, signs z with it and brings its keys. It reports whether the
-// zone is imported signed.
-func (c *converter) signedZone(z *v1.BindZone, zoneStmt, o *Statement) bool {
+// imported, signs z with it and brings its keys.
+func (c *converter) signedZone(z *v1.BindZone, zoneStmt, o *Statement) {
 	ow := "zone " + string(z.Spec.ZoneName) + ": " + o.Text()
 	name := o.Arg(0)
 	switch name {
 	case "none", "insecure":
 		c.res.Report.replace(o.Pos, ow, "a zone without spec.dnssecPolicyRef is not signed")
-		return false
+		return
 	case "default":
 		c.res.Report.omit(o.Pos, ow, "BIND's built-in default policy is not imported; create a BindDNSSECPolicy with one CSK and name it in spec.dnssecPolicyRef")
-		return false
+		return
 	}
 	policy, ok := c.dnssecPolicies[name]
 	if !ok {
 		c.res.Report.omit(o.Pos, ow, "the dnssec-policy %q was not imported (see its own finding), so the zone is imported unsigned", name)
-		return false
+		return
 	}
 	z.Spec.DNSSECPolicyRef = &v1.LocalObjectReference{Name: policy}
 	dir := c.keyDirectory(zoneStmt)
 	keys, why := c.zoneKeys(dir, string(z.Spec.ZoneName))
 	if why != "" {
 		c.res.Report.omit(o.Pos, ow, "signed by BindDNSSECPolicy %s, but its keys are not imported: %s; the cluster makes new keys, and the DS at the parent must change to them", policy, why)
-		return true
+		return
 	}
 	secret := v1.DNSSECKeysSecretName(z.Name)
-	data := make(map[string][]byte, len(keys.Files))
-	for _, f := range keys.Files {
-		data[v1.DNSSECKeyFileKey(f.Algorithm, f.Tag, f.Kind)] = []byte(f.Data)
-	}
 	c.res.Secrets = append(c.res.Secrets, &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.opts.Namespace, Name: secret, Labels: map[string]string{
@@ -64,10 +59,10 @@ func (c *converter) signedZone(z *v1.BindZone, zoneStmt, o *Statement) bool {
 			v1.LabelManagedBy: v1.ManagedByValue, v1.LabelCluster: c.opts.Cluster, LabelImportedFrom: c.opts.Cluster,
 		}},
 		Type: corev1.SecretTypeOpaque,
-		Data: data,
+		Data: validate.SecretData(keys),
 	})
 	c.res.Report.converted(o.Pos, ow, "signed by BindDNSSECPolicy %s with its %d key files from %s, in Secret %s: the cluster signs with the same keys, so the DS at the parent stays valid", policy, len(keys.Files), dir, secret)
-	return true
+	return
 }
 
 // keyDirectory is where named keeps the zone's keys: the zone's

@@ -70,10 +70,8 @@ func (a *Agent) restoreKeys(ctx context.Context, keys agent.ZoneKeys) (agent.Key
 	if st.Exists {
 		return agent.KeysRestoreResult{Reason: "named serves the zone already, with the keys it has"}, nil
 	}
-	for _, z := range a.store.snapshot() {
-		if z.Zone == keys.Zone {
-			return agent.KeysRestoreResult{Reason: "the zone is added in a view already, with the keys it has"}, nil
-		}
+	if a.store.hasZone(keys.Zone) {
+		return agent.KeysRestoreResult{Reason: "the zone is added in a view already, with the keys it has"}, nil
 	}
 	have, err := a.keyFileNames(keys.Zone)
 	if err != nil {
@@ -96,7 +94,7 @@ func (a *Agent) restoreKeys(ctx context.Context, keys agent.ZoneKeys) (agent.Key
 func writeKeyFile(path string, f agent.KeyFile) error {
 	tmp, err := stageFile(path, f.Data)
 	if err != nil {
-		return fmt.Errorf("key file %s: %w", validate.KeyFileLabel(f), errors.Unwrap(err))
+		return fmt.Errorf("key file %s: %w", validate.KeyFileLabel(f), err)
 	}
 	defer os.Remove(tmp)
 	if f.Kind == agent.KeyFilePrivate {

@@ -128,6 +128,19 @@ func (s *store) get(ref agent.ZoneRef) (zoneState, bool) {
 	return z, ok
 }
 
+// hasZone reports whether zone is expected in any view, without copying
+// the store.
+func (s *store) hasZone(zone string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ref := range s.zones {
+		if ref.Zone == zone {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *store) snapshot() []zoneState {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
 
 	"git.unkin.net/unkin/bind-operator/agent"
+	"git.unkin.net/unkin/bind-operator/api/v1alpha1"
 )
 
 // Keys checks a zone's DNSSEC key files and returns them canonical: the
@@ -91,32 +93,39 @@ func KeyFileName(zone string, f agent.KeyFile) string {
 }
 
 // ParseKeyFileName reads a file name of zone's keys back: the algorithm,
-// tag and kind, or false for any other file.
+// tag and kind, or false for any other file. The part after the zone is a
+// keys Secret's data key (v1alpha1.DNSSECKeyFileKey) with '+' for its '-'.
 func ParseKeyFileName(zone, name string) (agent.KeyFile, bool) {
 	rest, ok := strings.CutPrefix(name, "K"+zone+".+")
-	if !ok {
+	if !ok || strings.Contains(rest, "-") {
 		return agent.KeyFile{}, false
 	}
-	var f agent.KeyFile
-	var alg, tag int
-	var kind string
-	// Fixed widths, as named writes them: "013+12345.key".
-	if len(rest) < 11 || rest[3] != '+' || rest[9] != '.' {
-		return f, false
+	alg, tag, kind, ok := v1alpha1.ParseDNSSECKeyFileKey(strings.Replace(rest, "+", "-", 1))
+	return agent.KeyFile{Algorithm: alg, Tag: tag, Kind: kind}, ok
+}
+
+// SecretData lays a zone's key files out as its keys Secret's data, one
+// entry per file under v1alpha1.DNSSECKeyFileKey.
+func SecretData(keys agent.ZoneKeys) map[string][]byte {
+	out := make(map[string][]byte, len(keys.Files))
+	for _, f := range keys.Files {
+		out[v1alpha1.DNSSECKeyFileKey(f.Algorithm, f.Tag, f.Kind)] = []byte(f.Data)
 	}
-	if _, err := fmt.Sscanf(rest[:3]+" "+rest[4:9], "%d %d", &alg, &tag); err != nil || alg < 1 || alg > 255 || tag > 65535 {
-		return f, false
+	return out
+}
+
+// FromSecretData reads a keys Secret's data back as zone's key files,
+// checked as Keys checks them.
+func FromSecretData(zone string, data map[string][]byte) (agent.ZoneKeys, error) {
+	keys := agent.ZoneKeys{Zone: zone}
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		alg, tag, kind, ok := v1alpha1.ParseDNSSECKeyFileKey(k)
+		if !ok {
+			return keys, fail("data", "key %q is not <algorithm>-<tag>.<key|private|state> (013-12345.private)", clip(k))
+		}
+		keys.Files = append(keys.Files, agent.KeyFile{Algorithm: alg, Tag: tag, Kind: kind, Data: string(data[k])})
 	}
-	kind = rest[10:]
-	switch kind {
-	case agent.KeyFilePublic, agent.KeyFilePrivate, agent.KeyFileState:
-	default:
-		return f, false
-	}
-	if KeyFileName(zone, agent.KeyFile{Algorithm: uint8(alg), Tag: uint16(tag), Kind: kind}) != name {
-		return f, false
-	}
-	return agent.KeyFile{Algorithm: uint8(alg), Tag: uint16(tag), Kind: kind}, true
+	return Keys(keys)
 }
 
 func compareKeyFiles(a, b agent.KeyFile) int {

@@ -169,7 +169,11 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	}
 	// Before the zone can be added to a primary without its keys: named
 	// would make new ones.
-	if err := r.restoreKeys(ctx, zone, t); err != nil {
+	keys, err := r.keysSecret(ctx, zone)
+	if err != nil {
+		return r.report(zone, status, err)
+	}
+	if err := r.restoreKeys(ctx, zone, t, keys); err != nil {
 		return r.report(zone, status, err)
 	}
 	added, err := r.ensureOnPods(ctx, zone, t)
@@ -198,7 +202,7 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	}
 	inSync := r.observeSerials(ctx, t, status)
 	r.observeDNSSEC(ctx, zone, t, status)
-	keysAgain := r.keepKeys(ctx, zone, t, status)
+	keysAgain := r.keepKeys(ctx, zone, t, status, keys)
 	res, err := r.settle(ctx, zone, t, status, inSync)
 	if err == nil && keysAgain > 0 && (res.RequeueAfter == 0 || keysAgain < res.RequeueAfter) {
 		res.RequeueAfter = keysAgain

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,31 +33,43 @@ import (
 // or whose copy failed, is looked at again.
 const keysRequeue = 5 * time.Second
 
-// restoreKeys gives the primary's agent the zone's keys Secret (the
-// operator's, or the importer's, which carries the operator's label)
-// before the zone is ensured. The agent writes the files only while named does not
+// keysSecret reads the zone's keys Secret once per reconcile, for
+// restoreKeys and keepKeys: nil for an unsigned zone or when it does not
+// exist.
+func (r *BindZoneReconciler) keysSecret(ctx context.Context, zone *bindv1alpha1.BindZone) (*corev1.Secret, error) {
+	if zone.Spec.DNSSECPolicyRef == nil {
+		return nil, nil
+	}
+	var secret corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: bindv1alpha1.DNSSECKeysSecretName(zone.Name)}, &secret)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &secret, nil
+}
+
+// ours: the operator's Secret, or the importer's, which carries the
+// operator's label. No other is read for keys or written.
+func ours(s *corev1.Secret) bool {
+	return s.Labels[bindv1alpha1.LabelManagedBy] == bindv1alpha1.ManagedByValue
+}
+
+// restoreKeys gives the primary's agent the zone's keys Secret before the
+// zone is ensured. The agent writes the files only while named does not
 // serve the zone and has no key of it, so this is a no-op but on a new or
 // emptied volume. A Secret whose files are not the zone's keys stops the
 // zone from being added: named would make new keys.
-func (r *BindZoneReconciler) restoreKeys(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget) error {
-	if zone.Spec.DNSSECPolicyRef == nil {
+func (r *BindZoneReconciler) restoreKeys(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, secret *corev1.Secret) error {
+	if secret == nil || !ours(secret) {
+		// A Secret not the operator's is reported by keepKeys.
 		return nil
 	}
-	name := bindv1alpha1.DNSSECKeysSecretName(zone.Name)
-	var secret corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: name}, &secret); apierrors.IsNotFound(err) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if secret.Labels[bindv1alpha1.LabelManagedBy] != bindv1alpha1.ManagedByValue {
-		// Not the operator's (keepKeys says so on the zone): what it
-		// holds is not taken for the zone's keys.
-		return nil
-	}
-	keys, err := keysFromSecret(t.zoneName, secret.Data)
+	keys, err := validate.FromSecretData(t.zoneName, secret.Data)
 	if err != nil {
-		return &problem{bindv1alpha1.ReasonDNSSECKeysUnusable, fmt.Sprintf("the DNSSEC keys in Secret %q are not usable for zone %s: %v; the zone is not added, since named would sign it with new keys that the parent's DS does not match. Fix the Secret, or delete it to let named make new keys and change the DS at the parent", name, t.zoneName, err), time.Minute}
+		return &problem{bindv1alpha1.ReasonDNSSECKeysUnusable, fmt.Sprintf("the DNSSEC keys in Secret %q are not usable for zone %s: %v; the zone is not added, since named would sign it with new keys that the parent's DS does not match. Fix the Secret, or delete it to let named make new keys and change the DS at the parent", secret.Name, t.zoneName, err), time.Minute}
 	}
 	if len(keys.Files) == 0 {
 		return nil
@@ -78,7 +89,7 @@ func (r *BindZoneReconciler) restoreKeys(ctx context.Context, zone *bindv1alpha1
 		return agentProblem(prim.Pod, err)
 	}
 	if res.Restored {
-		r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "DNSSECKeysRestored", "Restore", "restored the DNSSEC keys of zone %s (%d files) from Secret %q onto the primary %s, which had none", t.zoneName, len(keys.Files), name, prim.Pod)
+		r.Recorder.Eventf(zone, nil, corev1.EventTypeNormal, "DNSSECKeysRestored", "Restore", "restored the DNSSEC keys of zone %s (%d files) from Secret %q onto the primary %s, which had none", t.zoneName, len(keys.Files), secret.Name, prim.Pod)
 	}
 	return nil
 }
@@ -87,7 +98,7 @@ func (r *BindZoneReconciler) restoreKeys(ctx context.Context, zone *bindv1alpha1
 // keys Secret when they differ from it (a new key, a rollover's state),
 // and reports the DNSSECKeysStored condition. It returns how soon to look
 // again when the copy is not done, 0 otherwise.
-func (r *BindZoneReconciler) keepKeys(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) time.Duration {
+func (r *BindZoneReconciler) keepKeys(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus, secret *corev1.Secret) time.Duration {
 	if zone.Spec.DNSSECPolicyRef == nil {
 		meta.RemoveStatusCondition(&status.Conditions, bindv1alpha1.ConditionDNSSECKeysStored)
 		return 0
@@ -115,7 +126,7 @@ func (r *BindZoneReconciler) keepKeys(ctx context.Context, zone *bindv1alpha1.Bi
 		set(metav1.ConditionFalse, bindv1alpha1.ReasonNoKeysYet, fmt.Sprintf("named on the primary %s has not made the keys of zone %s yet", prim.Pod, t.zoneName))
 		return keysRequeue
 	}
-	written, err := r.storeKeys(ctx, zone, name, keys)
+	written, err := r.storeKeys(ctx, zone, name, keys, secret)
 	if err != nil {
 		set(metav1.ConditionFalse, bindv1alpha1.ReasonKeysNotStored, err.Error())
 		return keysRequeue
@@ -131,15 +142,13 @@ func (r *BindZoneReconciler) keepKeys(ctx context.Context, zone *bindv1alpha1.Bi
 	return 0
 }
 
-// storeKeys makes the Secret hold exactly keys, owned by the zone. It
-// writes only when something differs, and never a Secret of that name the
-// operator did not create (the importer's carries the operator's label,
-// as its own do).
-func (r *BindZoneReconciler) storeKeys(ctx context.Context, zone *bindv1alpha1.BindZone, name string, keys agent.ZoneKeys) (bool, error) {
-	want := secretData(keys)
-	var cur corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: name}, &cur)
-	if apierrors.IsNotFound(err) {
+// storeKeys makes the Secret hold exactly keys, owned by the zone; cur is
+// the Secret as keysSecret read it (nil: none). It writes only when
+// something differs, and never a Secret of that name the operator did not
+// create.
+func (r *BindZoneReconciler) storeKeys(ctx context.Context, zone *bindv1alpha1.BindZone, name string, keys agent.ZoneKeys, cur *corev1.Secret) (bool, error) {
+	want := validate.SecretData(keys)
+	if cur == nil {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: zone.Namespace, Labels: keysLabels(zone, nil)},
 			Type:       corev1.SecretTypeOpaque,
@@ -153,13 +162,10 @@ func (r *BindZoneReconciler) storeKeys(ctx context.Context, zone *bindv1alpha1.B
 		}
 		return true, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	if cur.Labels[bindv1alpha1.LabelManagedBy] != bindv1alpha1.ManagedByValue {
+	if !ours(cur) {
 		return false, fmt.Errorf("the Secret %q exists and was not created by the operator, which does not write it; rename that Secret, or label it %s=%s to let the operator keep the zone's keys in it", name, bindv1alpha1.LabelManagedBy, bindv1alpha1.ManagedByValue)
 	}
-	owned := metav1.IsControlledBy(&cur, zone)
+	owned := metav1.IsControlledBy(cur, zone)
 	if owned && maps.EqualFunc(cur.Data, want, bytes.Equal) {
 		return false, nil
 	}
@@ -187,29 +193,4 @@ func keysLabels(zone *bindv1alpha1.BindZone, cur map[string]string) map[string]s
 	out[bindv1alpha1.LabelManagedBy] = bindv1alpha1.ManagedByValue
 	out[bindv1alpha1.LabelCluster] = zone.Spec.ClusterRef.Name
 	return out
-}
-
-// secretData lays key files out as a Secret's data: one entry per file,
-// "<algorithm>-<tag>.<kind>" ("013-12345.private"): a Secret key cannot
-// hold named's '+'.
-func secretData(keys agent.ZoneKeys) map[string][]byte {
-	out := make(map[string][]byte, len(keys.Files))
-	for _, f := range keys.Files {
-		out[bindv1alpha1.DNSSECKeyFileKey(f.Algorithm, f.Tag, f.Kind)] = []byte(f.Data)
-	}
-	return out
-}
-
-// keysFromSecret reads a keys Secret's data back, checked as the agent
-// checks it.
-func keysFromSecret(zone string, data map[string][]byte) (agent.ZoneKeys, error) {
-	keys := agent.ZoneKeys{Zone: zone}
-	for _, k := range slices.Sorted(maps.Keys(data)) {
-		alg, tag, kind, ok := bindv1alpha1.ParseDNSSECKeyFileKey(k)
-		if !ok {
-			return keys, fmt.Errorf("data key %q is not <algorithm>-<tag>.<key|private|state> (013-12345.private)", k)
-		}
-		keys.Files = append(keys.Files, agent.KeyFile{Algorithm: alg, Tag: tag, Kind: kind, Data: string(data[k])})
-	}
-	return validate.Keys(keys)
 }
