@@ -62,7 +62,6 @@ func (c *converter) signedZone(z *v1.BindZone, zoneStmt, o *Statement) {
 		Data: validate.SecretData(keys),
 	})
 	c.res.Report.converted(o.Pos, ow, "signed by BindDNSSECPolicy %s with its %d key files from %s, in Secret %s: the cluster signs with the same keys, so the DS at the parent stays valid", policy, len(keys.Files), dir, secret)
-	return
 }
 
 // keyDirectory is where named keeps the zone's keys: the zone's
