@@ -40,6 +40,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'Forward' || !has(self.allowTransfer)",message="allowTransfer does not apply to Forward zones, which hold no data."
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.defaultTTL)",message="defaultTTL only applies to Primary zones."
 // +kubebuilder:validation:XValidation:rule="self.type != 'Primary' || self.zoneName != '.'",message="the root zone cannot be a Primary zone here; use a Forward zone for \".\" or name a real zone.",fieldPath=".zoneName"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.seedFrom)",message="seedFrom only applies to Primary zones; Secondary zones transfer their data from their primaries.",fieldPath=".seedFrom"
+// +kubebuilder:validation:XValidation:rule="has(self.seedFrom) == has(oldSelf.seedFrom)",message="seedFrom can only be set when the zone is created; create a new BindZone to load another zone file.",fieldPath=".seedFrom"
 type BindZoneSpec struct {
 	// clusterRef names the BindCluster that serves the zone. Immutable.
 	// +required
@@ -141,6 +143,38 @@ type BindZoneSpec struct {
 	// provisions it without a config change.
 	// +optional
 	CatalogZoneRef *LocalObjectReference `json:"catalogZoneRef,omitempty"`
+
+	// seedFrom loads the zone from a zone file kept in ConfigMaps, for a
+	// zone larger than one BindZone holds (bind-operator import writes
+	// them). The primary loads the file whenever it does not have the zone
+	// (the zone's creation, a lost volume); records and DNSRecords are
+	// applied on top, and the rest of the file is served and transferred
+	// but never changed or removed by the operator. Primary zones only;
+	// set at creation and immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="seedFrom is immutable; create a new BindZone to load another zone file."
+	SeedFrom *ZoneSeed `json:"seedFrom,omitempty"`
+}
+
+// ZoneSeed names the ConfigMaps that hold a zone file in parts.
+type ZoneSeed struct {
+	// configMaps name, in order, ConfigMaps of the zone's namespace whose
+	// data key "zone" holds the next part of the zone file (a ConfigMap
+	// holds at most 1 MiB). Each must carry the annotation
+	// bind.unkin.net/seed-for naming this BindZone: the operator reads no
+	// other.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d.name == c.name))",message="each ConfigMap may be named once; list the parts of the zone file in order, each once."
+	ConfigMaps []LocalObjectReference `json:"configMaps"`
+
+	// sha256 is the lowercase hex SHA-256 of the whole zone file (the
+	// parts joined): a file that differs is not loaded.
+	// +required
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	SHA256 string `json:"sha256"`
 }
 
 // SOASpec is a zone's start of authority. Unset fields take the defaults.
@@ -353,6 +387,23 @@ type RejectedRecordSet struct {
 // new value (e.g. a timestamp) and the zone compares what named serves with
 // spec.records and repairs declared data.
 const AnnotationResync = "bind.unkin.net/resync"
+
+// MaxZoneRecordSets is the MaxItems of spec.records (crd_test.go holds
+// them equal): a zone with more sets is loaded from a seed.
+const MaxZoneRecordSets = 5000
+
+// A zone file kept in ConfigMaps (spec.seedFrom). AnnotationSeedFor on
+// each ConfigMap names the BindZone that may load it: the operator reads a
+// ConfigMap for a zone only with it, so that a BindZone cannot expose
+// ConfigMaps of its namespace that were not written for it. SeedDataKey is
+// the data key holding the part. MaxSeedPartBytes keeps a part under a
+// ConfigMap's 1 MiB; MaxSeedBytes bounds the file (16 parts).
+const (
+	AnnotationSeedFor = "bind.unkin.net/seed-for"
+	SeedDataKey       = "zone"
+	MaxSeedPartBytes  = 900 << 10
+	MaxSeedBytes      = 16 * MaxSeedPartBytes
+)
 
 // BindZoneZoneNameField is spec.zoneName as a field selector: the API
 // server filters BindZones by it (`kubectl get bindzones --field-selector

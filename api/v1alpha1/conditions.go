@@ -112,6 +112,11 @@ const (
 	// zone is not added, since named would sign it with new keys that the
 	// parent's DS does not match. The message names the file at fault.
 	ReasonDNSSECKeysUnusable = "DNSSECKeysUnusable"
+	// ReasonSeedUnusable: the zone file of spec.seedFrom cannot be loaded
+	// (a ConfigMap missing or not annotated for the zone, a digest that
+	// differs, a file that is not the zone's): the zone is not added to a
+	// primary that lacks it. The message names the ConfigMap or line.
+	ReasonSeedUnusable = "SeedUnusable"
 )
 
 // ConditionDNSSECKeysStored is a signed BindZone's second condition: True

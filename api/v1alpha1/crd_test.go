@@ -95,6 +95,8 @@ func TestCRDBoundsAreTheConstants(t *testing.T) {
 	r := at(t, crdSchema(t, "bindclusters"), "spec.replicas")
 	g.Expect(r.Minimum).To(HaveValue(BeNumerically("==", MinReplicas)))
 	g.Expect(r.Maximum).To(HaveValue(BeNumerically("==", MaxReplicas)))
+	g.Expect(at(t, crdSchema(t, "bindzones"), "spec.records").MaxItems).To(HaveValue(BeNumerically("==", MaxZoneRecordSets)))
+	g.Expect(at(t, crdSchema(t, "bindzones"), "spec.seedFrom.configMaps").MaxItems).To(HaveValue(BeNumerically("==", MaxSeedBytes/MaxSeedPartBytes)))
 }
 
 func TestCRDEnumsAreTheConstants(t *testing.T) {

@@ -2,6 +2,7 @@ package cel
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -169,6 +170,49 @@ func longName(n int) v1.DomainName {
 		}
 	}
 	return v1.DomainName(b)
+}
+
+// seededZone is a zone loaded from a zone file in ConfigMaps.
+func seededZone() *v1.BindZone {
+	z := baseZone()
+	z.Spec.SeedFrom = &v1.ZoneSeed{
+		ConfigMaps: []v1.LocalObjectReference{{Name: "big-seed-0"}, {Name: "big-seed-1"}},
+		SHA256:     strings.Repeat("ab", 32),
+	}
+	return z
+}
+
+func TestBindZoneSeedFrom(t *testing.T) {
+	runCreateCases(t, seededZone, []createCase[*v1.BindZone]{
+		{desc: "valid seeded primary"},
+		{desc: "seed on a secondary zone", mutate: secondaryZone,
+			wantErrors: []string{"spec.seedFrom", "seedFrom only applies to Primary zones"}},
+		{desc: "seed without ConfigMaps", mutate: func(z *v1.BindZone) { z.Spec.SeedFrom.ConfigMaps = nil },
+			wantErrors: []string{"spec.seedFrom.configMaps"}},
+		{desc: "a ConfigMap named twice", mutate: func(z *v1.BindZone) { z.Spec.SeedFrom.ConfigMaps[1].Name = "big-seed-0" },
+			wantErrors: []string{"spec.seedFrom.configMaps", "each ConfigMap may be named once"}},
+		{desc: "seventeen parts", mutate: func(z *v1.BindZone) {
+			z.Spec.SeedFrom.ConfigMaps = nil
+			for i := range 17 {
+				z.Spec.SeedFrom.ConfigMaps = append(z.Spec.SeedFrom.ConfigMaps, v1.LocalObjectReference{Name: fmt.Sprintf("part-%d", i)})
+			}
+		}, wantErrors: []string{"spec.seedFrom.configMaps", "must have at most 16 items"}},
+		{desc: "uppercase digest", mutate: func(z *v1.BindZone) { z.Spec.SeedFrom.SHA256 = strings.Repeat("AB", 32) },
+			wantErrors: []string{"spec.seedFrom.sha256", "should match"}},
+		{desc: "short digest", mutate: func(z *v1.BindZone) { z.Spec.SeedFrom.SHA256 = "abcd" },
+			wantErrors: []string{"spec.seedFrom.sha256", "should match"}},
+	})
+	runUpdateCases(t, seededZone, []updateCase[*v1.BindZone]{
+		{desc: "records may change beside a seed", mutate: func(z *v1.BindZone) { z.Spec.Records[0].Values = []string{"192.0.2.9"} }},
+		{desc: "the seed is immutable", mutate: func(z *v1.BindZone) { z.Spec.SeedFrom.SHA256 = strings.Repeat("cd", 32) },
+			wantErrors: []string{"spec.seedFrom", "seedFrom is immutable; create a new BindZone"}},
+		{desc: "the seed cannot be removed", mutate: func(z *v1.BindZone) { z.Spec.SeedFrom = nil },
+			wantErrors: []string{"spec.seedFrom", "seedFrom can only be set when the zone is created"}},
+	})
+	runUpdateCases(t, baseZone, []updateCase[*v1.BindZone]{
+		{desc: "a seed cannot be added", mutate: func(z *v1.BindZone) { z.Spec.SeedFrom = seededZone().Spec.SeedFrom },
+			wantErrors: []string{"spec.seedFrom", "seedFrom can only be set when the zone is created"}},
+	})
 }
 
 func TestBindZoneUpdate(t *testing.T) {
