@@ -23,6 +23,23 @@ const (
 	// 404.
 	PathKeysGet     = "/v1/zones/keys/get"
 	PathKeysRestore = "/v1/zones/keys/restore"
+	// PathSeedNeeded asks whether a primary zone's file is missing, so
+	// that the operator reads a large seed (BindZone spec.seedFrom) only
+	// then; PathSeed streams that file to the agent, which writes it
+	// only while the file is missing. The zone file is the request's
+	// body (SeedContentType), its zone, view and digest are the query's
+	// SeedQuery* parameters. An agent older than them answers 404.
+	PathSeedNeeded = "/v1/zones/seed/needed"
+	PathSeed       = "/v1/zones/seed"
+)
+
+// The seed request's query parameters and body type ("text/dns" is the
+// media type of zone files, RFC 4027).
+const (
+	SeedQueryView   = "view"
+	SeedQueryZone   = "zone"
+	SeedQuerySHA256 = "sha256"
+	SeedContentType = "text/dns"
 )
 
 // Request size limits. Both sides apply them: the agent refuses larger
@@ -32,6 +49,9 @@ const (
 	MaxBatchBytes   = 16 << 20 // a batch
 	MaxBatchZones   = 5000
 	MaxSeedBytes    = 32 << 10
+	// MaxSeedFileBytes bounds a zone file sent by PathSeed: the 16
+	// ConfigMap parts of spec.seedFrom (v1alpha1.MaxSeedBytes).
+	MaxSeedFileBytes = 16 * 900 << 10
 	// MaxPolicyRecords is a BindPolicy's rule limit (the CRD's MaxItems);
 	// MaxPolicyBytes bounds such a request.
 	MaxPolicyRecords = 2000
@@ -106,6 +126,20 @@ type EnsureZoneRequest struct {
 	Zone   string `json:"zone"`
 	Clause string `json:"clause"`
 	Seed   string `json:"seed,omitempty"`
+}
+
+// SeedNeeded says whether the primary zone file of a zone is missing.
+type SeedNeeded struct {
+	Needed bool `json:"needed"`
+}
+
+// SeedResult says what a PathSeed request did: Written is false when the
+// zone file existed (Reason says so), which is not an error.
+type SeedResult struct {
+	Written bool   `json:"written"`
+	Records int    `json:"records,omitempty"`
+	Serial  uint32 `json:"serial,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // EnsureZoneResult says what the agent did.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -315,6 +316,39 @@ func (c *Client) RestoreZoneKeys(ctx context.Context, keys ZoneKeys) (KeysRestor
 	return out, err
 }
 
+// SeedNeeded asks whether the primary zone file of ref is missing. An
+// error for which IsNotFound is true means the agent predates seeds.
+func (c *Client) SeedNeeded(ctx context.Context, ref ZoneRef) (bool, error) {
+	var out SeedNeeded
+	err := c.call(ctx, PathSeedNeeded, ref, &out, MaxRequestBytes)
+	return out.Needed, err
+}
+
+// Seed streams a large zone's file, of size bytes and lowercase hex
+// SHA-256 digest, to the agent, which writes it as the primary zone file
+// of ref unless that file exists. The body is not buffered.
+func (c *Client) Seed(ctx context.Context, ref ZoneRef, digest string, size int64, file io.Reader) (SeedResult, error) {
+	if size > MaxSeedFileBytes {
+		return SeedResult{}, fmt.Errorf("agent: zone file of %d bytes exceeds the limit of %d", size, MaxSeedFileBytes)
+	}
+	q := url.Values{SeedQueryZone: {ref.Zone}, SeedQuerySHA256: {digest}}
+	if ref.View != "" {
+		q.Set(SeedQueryView, ref.View)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+PathSeed+"?"+q.Encode(), io.LimitReader(file, size))
+	if err != nil {
+		return SeedResult{}, err
+	}
+	req.ContentLength = size
+	req.Header.Set("Content-Type", SeedContentType)
+	var out SeedResult
+	if err := c.do(req, PathSeed, &out, MaxRequestBytes); err != nil {
+		return SeedResult{}, err
+	}
+	out.Reason = Bound(out.Reason)
+	return out, nil
+}
+
 // Sync flushes every zone's journal into its file (rndc sync -clean).
 func (c *Client) Sync(ctx context.Context) error {
 	var out SyncResult
@@ -343,6 +377,12 @@ func (c *Client) callBounded(ctx context.Context, path string, in, out any, limi
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return c.do(req, path, out, replyLimit)
+}
+
+// do sends req and decodes the reply into out, reading at most replyLimit
+// bytes of it.
+func (c *Client) do(req *http.Request, path string, out any, replyLimit int) error {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("agent: %s: %w", path, err)

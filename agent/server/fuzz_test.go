@@ -3,8 +3,12 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -290,4 +294,66 @@ func modelJudge(stored []agent.OwnersRequest, signer, name, typ string) (verdict
 		return strings.Compare(a.zone, b.zone)
 	})
 	return best.v, best.zone
+}
+
+// FuzzSeedRequest feeds arbitrary query values and bodies to the seed
+// handler. Nothing panics; an answer is 200 only for a body whose digest
+// the query names and that validate.Seed accepts, and then the file is
+// the zone's primary file inside the data directory; every refusal is
+// JSON with a message and leaves no file behind.
+//
+//	go test -fuzz FuzzSeedRequest -fuzztime 30s ./agent/server/
+func FuzzSeedRequest(f *testing.F) {
+	good := "$ORIGIN a.test.\n@ 300 SOA ns hostmaster 1 300 60 1209600 60\n@ 300 NS ns\nns 300 A 198.18.0.1\n"
+	f.Add("", "a.test", validate.SeedDigest([]byte(good)), []byte(good))
+	f.Add("v", "../a.test", validate.SeedDigest([]byte(good)), []byte(good))
+	f.Add("", "a.test", strings.Repeat("0", 64), []byte("$INCLUDE /etc/passwd\n"))
+	dir := f.TempDir()
+	st, err := openStore(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	a := &Agent{
+		store:   st,
+		cfg:     Config{Paths: render.Paths{ConfigDir: "/c", KeysDir: "/k", DataDir: dir}, ControlAddr: "127.0.0.1:1"},
+		log:     discardLogger(),
+		api:     &session{addr: "127.0.0.1:1", keyFile: "/nonexistent"},
+		metrics: newAgentMetrics(nopRegisterer{}, func() int { return 0 }),
+		ready:   newReadiness(),
+	}
+	h := a.apiHandler()
+	f.Fuzz(func(t *testing.T, view, zone, digest string, body []byte) {
+		q := url.Values{agent.SeedQueryView: {view}, agent.SeedQueryZone: {zone}, agent.SeedQuerySHA256: {digest}}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, agent.PathSeed+"?"+q.Encode(), bytes.NewReader(body)))
+		switch rec.Code {
+		case 200:
+			if digest != validate.SeedDigest(body) {
+				t.Fatalf("accepted a body whose digest is not %q", digest)
+			}
+			ref, err := checkRef(agent.ZoneRef{View: view, Zone: zone})
+			if err != nil {
+				t.Fatalf("accepted names %q %q: %v", view, zone, err)
+			}
+			p := a.cfg.Paths.PrimaryZoneFile(ref.View, ref.Zone)
+			if !strings.HasPrefix(p, dir+"/") {
+				t.Fatalf("wrote %q outside the data dir", p)
+			}
+			_ = os.Remove(p)
+		case 400, 413, 422:
+			var er agent.ErrorResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error == "" {
+				t.Fatalf("status %d: body %q", rec.Code, rec.Body)
+			}
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		// Nothing staged is left behind.
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && strings.HasPrefix(d.Name(), ".stage") {
+				t.Fatalf("staged file %s left behind", p)
+			}
+			return nil
+		})
+	})
 }

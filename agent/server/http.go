@@ -36,6 +36,8 @@ func (a *Agent) apiHandler() http.Handler {
 	mux.Handle("POST "+agent.PathOwnersGet, a.instrument("owners-get", a.handleOwnersGet))
 	mux.Handle("POST "+agent.PathKeysGet, a.instrument("keys-get", zoneHandler(a.handleKeysGet)))
 	mux.Handle("POST "+agent.PathKeysRestore, a.instrument("keys-restore", a.handleKeysRestore))
+	mux.Handle("POST "+agent.PathSeedNeeded, a.instrument("seed-needed", zoneHandler(a.handleSeedNeeded)))
+	mux.Handle("POST "+agent.PathSeed, a.instrument("seed", a.handleSeed))
 	// Anything else: the mux answers 404, or 405 for a known path with
 	// another method.
 	return mux

@@ -213,7 +213,9 @@ func (a *Agent) record(ops []ensureOp, results []applied) error {
 				a.log.Info("zone "+string(r.Action), "view", op.ref.View, "zone", op.ref.Zone, "type", op.clause.Type, "seedWritten", r.SeedWritten)
 			}
 			old, had := m[op.ref]
-			z := zoneState{View: op.ref.View, Zone: op.ref.Zone, Type: op.clause.Type, Seeded: old.Seeded || r.SeedWritten, Loaded: old.Loaded,
+			// A seed written by PathSeed (markSeeded) is the agent's file too.
+			seeded := a.takeSeeded(op.ref)
+			z := zoneState{View: op.ref.View, Zone: op.ref.Zone, Type: op.clause.Type, Seeded: old.Seeded || r.SeedWritten || seeded, Loaded: old.Loaded,
 				SigningSettled: r.signingSettled}
 			if r.Action == agent.ActionAdded && z.Type == "primary" {
 				z.Loaded = true

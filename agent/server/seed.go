@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"git.unkin.net/unkin/bind-operator/agent"
+	"git.unkin.net/unkin/bind-operator/agent/validate"
+)
+
+// A large zone starts from a zone file the operator keeps in ConfigMaps
+// (BindZone spec.seedFrom) instead of the small seed an ensure carries.
+// The operator asks whether the primary's zone file is missing
+// (PathSeedNeeded, a stat), and only then reads the ConfigMaps and streams
+// the file (PathSeed). The agent stages it beside its place while hashing
+// it, checks it (validate.Seed), and links it into place only if the file
+// is still missing: a zone file that holds dynamic updates is never
+// replaced. The next ensure finds the file and loads it.
+
+func (a *Agent) handleSeedNeeded(_ context.Context, w http.ResponseWriter, ref agent.ZoneRef) error {
+	_, err := os.Lstat(a.cfg.Paths.PrimaryZoneFile(ref.View, ref.Zone))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	writeJSON(w, http.StatusOK, agent.SeedNeeded{Needed: err != nil})
+	return nil
+}
+
+func (a *Agent) handleSeed(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	ref, err := checkRef(agent.ZoneRef{View: q.Get(agent.SeedQueryView), Zone: q.Get(agent.SeedQueryZone)})
+	if err != nil {
+		return err
+	}
+	want := q.Get(agent.SeedQuerySHA256)
+	if err := validate.SHA256Hex(want); err != nil {
+		return err
+	}
+	path := a.cfg.Paths.PrimaryZoneFile(ref.View, ref.Zone)
+	tmp, err := a.stageSeed(w, r, path, want)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	f, err := os.Open(tmp)
+	if err != nil {
+		return err
+	}
+	st, err := validate.Seed(ref.Zone, f)
+	_ = f.Close()
+	if err != nil {
+		return err
+	}
+	// Under opMu no ensure adds the zone from a small seed between the
+	// look and the link.
+	a.opMu.Lock()
+	defer a.opMu.Unlock()
+	res := agent.SeedResult{Records: st.Records, Serial: st.Serial}
+	if err := os.Link(tmp, path); errors.Is(err, os.ErrExist) {
+		res.Reason = "the zone file exists; it is kept"
+	} else if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	} else {
+		res.Written = true
+		a.markSeeded(ref)
+		a.log.Info("zone seed written", "view", ref.View, "zone", ref.Zone, "records", st.Records, "serial", st.Serial)
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// stageSeed streams the request body, at most agent.MaxSeedFileBytes,
+// into a staged file beside path and checks its digest. It returns the
+// staged file's name; the caller removes it.
+func (a *Agent) stageSeed(w http.ResponseWriter, r *http.Request, path, want string) (string, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".stage-seed-*")
+	if err != nil {
+		return "", err
+	}
+	fail := func(err error) (string, error) {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	h := sha256.New()
+	body := http.MaxBytesReader(w, r.Body, agent.MaxSeedFileBytes)
+	if _, err := io.Copy(io.MultiWriter(tmp, h), body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fail(&httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("zone file larger than %d bytes", agent.MaxSeedFileBytes)})
+		}
+		return fail(fmt.Errorf("seed: reading the request: %w", err))
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return fail(&validate.Error{Field: "sha256", Reason: fmt.Sprintf("the zone file's SHA-256 is %s, not %s: it changed or was cut on the way", got, want)})
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+// markSeeded remembers, until the zone's next ensure, that the agent wrote
+// its file, so that the ensure records it as seeded and a delete cleans the
+// file up as it does for small seeds. Called under opMu.
+func (a *Agent) markSeeded(ref agent.ZoneRef) {
+	if a.seeded == nil {
+		a.seeded = map[agent.ZoneRef]bool{}
+	}
+	a.seeded[ref] = true
+}
+
+// takeSeeded reports and forgets markSeeded's mark. Called under opMu.
+func (a *Agent) takeSeeded(ref agent.ZoneRef) bool {
+	if !a.seeded[ref] {
+		return false
+	}
+	delete(a.seeded, ref)
+	return true
+}
