@@ -35,7 +35,9 @@ func (w *BindZoneWebhook) Default(_ context.Context, z *v1alpha1.BindZone) error
 	s.ZoneName = v1alpha1.DomainName(records.CanonicalZone(string(s.ZoneName)))
 	z.SetDefaults()
 	if soa := s.SOA; soa != nil {
-		if soa.PrimaryNameServer != "" {
+		// A seeded zone's file holds its own NS and glue, which named
+		// checks when it loads it; spec.records need not repeat them.
+		if soa.PrimaryNameServer != "" && s.SeedFrom == nil {
 			soa.PrimaryNameServer = v1alpha1.DomainName(records.CanonicalZone(string(soa.PrimaryNameServer)))
 		}
 		soa.ResponsiblePerson = v1alpha1.DomainName(records.CanonicalZone(string(soa.ResponsiblePerson)))
@@ -91,7 +93,9 @@ func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.E
 	}
 	if soa := s.SOA; soa != nil {
 		sp := fldPath.Child("soa")
-		if soa.PrimaryNameServer != "" {
+		// A seeded zone's file holds its own NS and glue, which named
+		// checks when it loads it; spec.records need not repeat them.
+		if soa.PrimaryNameServer != "" && s.SeedFrom == nil {
 			errs = append(errs, validateMNAMEGlue(zone, string(soa.PrimaryNameServer), s.Records, sp.Child("primaryNameServer"))...)
 		}
 	}

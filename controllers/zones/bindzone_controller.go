@@ -176,6 +176,10 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 	if err := r.restoreKeys(ctx, zone, t, keys); err != nil {
 		return r.report(zone, status, err)
 	}
+	// Before the ensure, which would otherwise write the small seed.
+	if err := r.seed(ctx, zone, t); err != nil {
+		return r.report(zone, status, err)
+	}
 	added, err := r.ensureOnPods(ctx, zone, t)
 	if err != nil {
 		return r.report(zone, status, err)
