@@ -25,6 +25,7 @@ import (
 const (
 	importObjectsFile = "objects.yaml"
 	importSecretsFile = "secrets.yaml"
+	importSeedsFile   = "seeds.yaml"
 )
 
 // runImport is `bind-operator import`: it reads an existing BIND's
@@ -32,7 +33,9 @@ const (
 // the objects that serve the same zones, or, with --from-manifests, converts
 // manifests written for the operator this project descends from
 // (docs/migrating.md). The key
-// material goes only into secrets.yaml, mode 0600, never to the terminal.
+// material goes only into secrets.yaml, mode 0600, never to the terminal;
+// the zone files of zones too large for one BindZone go into seeds.yaml,
+// as ConfigMaps their BindZones load (spec.seedFrom).
 // The outcome is the exit status: 0 imported whole, 3 imported with
 // omissions (each one on stderr as file:line: what: why), 1 failed
 // (nothing written).
@@ -44,7 +47,7 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	fs.StringVar(&opts.Config, "config", "/etc/bind/named.conf", "named.conf's path, as the server sees it")
 	fs.StringVar(&opts.Namespace, "namespace", "", "the namespace of the objects (required, except with --from-manifests: there it fills in objects that name none)")
 	fs.StringVar(&opts.Cluster, "cluster", "", "the name of the BindCluster that serves the zones (required, except with --from-manifests)")
-	out := fs.String("out", "", "the folder to write "+importObjectsFile+" and "+importSecretsFile+" into (required)")
+	out := fs.String("out", "", "the folder to write "+importObjectsFile+", "+importSecretsFile+" and, for zones too large for one BindZone, "+importSeedsFile+" into (required)")
 	var manifests []string
 	fromManifests := func(v string) error {
 		manifests = append(manifests, v)
@@ -53,7 +56,7 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	fs.Func("from-manifests", "convert the manifests in this file or folder (every .yaml, .yml and .json file under it), written for the operator this project descends from or exported from its cluster with kubectl get -o yaml, instead of reading a named.conf (repeatable)", fromManifests)
 	fs.Func("manifests", "the same as --from-manifests (its earlier name)", fromManifests)
 	checkconf := fs.String("named-checkconf", "named-checkconf", "named-checkconf, which must accept named.conf before anything is imported (\"\": do not run it)")
-	validate := fs.Bool("validate", false, "run every emitted object through the admission rules that need no API server, and fail on a refusal")
+	validate := fs.Bool("validate", false, "run every emitted object through the admission rules that need no API server, check that each zone seed loads as its zone, and fail on a refusal")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return importer.Whole
@@ -93,12 +96,22 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 			}
 			return fail("%d emitted objects are refused by the admission rules: an importer bug; nothing was written", len(errs))
 		}
+		if errs := importer.ValidateSeeds(res.Objects, res.Seeds); len(errs) > 0 {
+			for _, e := range errs {
+				_, _ = fmt.Fprintf(stderr, "refused: %v\n", e)
+			}
+			return fail("%d zone seeds would not load: an importer bug; nothing was written", len(errs))
+		}
 	}
 	objs, err := yamlDocuments(res.Objects)
 	if err != nil {
 		return fail("%v", err)
 	}
 	secrets, err := yamlDocuments(res.Secrets)
+	if err != nil {
+		return fail("%v", err)
+	}
+	seeds, err := yamlDocuments(res.Seeds)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -116,8 +129,22 @@ func runImport(args []string, stderr io.Writer) importer.Outcome {
 	if err := os.Chmod(sp, 0o600); err != nil {
 		return fail("%v", err)
 	}
-	_, _ = fmt.Fprintf(stderr, "wrote %d objects to %s and %d Secrets to %s (mode 0600): apply the Secrets first\n",
-		len(res.Objects), filepath.Join(*out, importObjectsFile), len(res.Secrets), sp)
+	// seeds.yaml only when a zone is seeded; one an earlier import left
+	// would seed zones this one does not.
+	seedsPath := filepath.Join(*out, importSeedsFile)
+	if len(res.Seeds) == 0 {
+		if err := os.Remove(seedsPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail("%v", err)
+		}
+		_, _ = fmt.Fprintf(stderr, "wrote %d objects to %s and %d Secrets to %s (mode 0600): apply the Secrets first\n",
+			len(res.Objects), filepath.Join(*out, importObjectsFile), len(res.Secrets), sp)
+		return res.Report.Outcome()
+	}
+	if err := os.WriteFile(seedsPath, seeds.Bytes(), 0o644); err != nil {
+		return fail("%v", err)
+	}
+	_, _ = fmt.Fprintf(stderr, "wrote %d objects to %s, %d Secrets to %s (mode 0600) and %d zone seed ConfigMaps to %s: apply the Secrets and the seeds first, with kubectl apply --server-side\n",
+		len(res.Objects), filepath.Join(*out, importObjectsFile), len(res.Secrets), sp, len(res.Seeds), seedsPath)
 	return res.Report.Outcome()
 }
 

@@ -10,9 +10,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"git.unkin.net/unkin/bind-operator/agent/validate"
+	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/importer"
 )
 
@@ -62,6 +65,7 @@ func TestImportSubcommand(t *testing.T) {
 		g.Expect(string(doc)).NotTo(ContainSubstring("{}"))
 	}
 	g.Expect(docs).To(Equal(11))
+	g.Expect(filepath.Join(out, importSeedsFile)).NotTo(BeAnExistingFile(), "no zone is seeded")
 	g.Expect(strings.Count(string(secrets), "kind: Secret")).To(Equal(2))
 }
 
@@ -140,6 +144,54 @@ func TestImportSubcommandManifests(t *testing.T) {
 	var stderr bytes.Buffer
 	g.Expect(runImport([]string{"--from-manifests", t.TempDir(), "--out", t.TempDir()}, &stderr)).To(Equal(importer.Failed))
 	g.Expect(stderr.String()).To(ContainSubstring("no .yaml, .yml or .json file in"))
+}
+
+// TestImportSubcommandSeeds: a zone too large for one BindZone is
+// written as ConfigMaps to seeds.yaml (mode 0644), which the status line
+// names, and its BindZone names them; an import without one leaves no
+// seeds.yaml of an earlier import behind.
+func TestImportSubcommandSeeds(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	var db strings.Builder
+	db.WriteString("$TTL 60\n@ SOA ns.example.net. h.example.net. 1 1 1 1 1\n@ NS ns.example.net.\n$GENERATE 1-20001 h$ A 192.0.2.1\nh1 HINFO \"PC\" \"Linux\"\n")
+	g.Expect(os.WriteFile(filepath.Join(root, "named.conf"), []byte("options { recursion no; };\nzone \"big.example\" { type primary; file \"/db\"; };\n"), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(root, "db"), []byte(db.String()), 0o644)).To(Succeed())
+	out := t.TempDir()
+	run := func() string {
+		var stderr bytes.Buffer
+		code := runImport([]string{"--root", root, "--config", "/named.conf", "--namespace", "dns", "--cluster", "legacy", "--out", out, "--validate", "--named-checkconf", ""}, &stderr)
+		g.Expect(code).To(Equal(importer.Whole), stderr.String())
+		return stderr.String()
+	}
+	stderr := run()
+	g.Expect(stderr).To(ContainSubstring("converted: zone big.example: its 20002 record sets"))
+	g.Expect(stderr).To(ContainSubstring("and 1 zone seed ConfigMaps to " + filepath.Join(out, importSeedsFile) + ": apply the Secrets and the seeds first"))
+	st, err := os.Stat(filepath.Join(out, importSeedsFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.Mode().Perm()).To(Equal(os.FileMode(0o644)))
+	seeds, err := os.ReadFile(filepath.Join(out, importSeedsFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(seeds)).To(ContainSubstring("\n  zone: |\n    $ORIGIN big.example.\n"), "the zone file as a YAML block, line by line")
+	objects, err := os.ReadFile(filepath.Join(out, importObjectsFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	var cm corev1.ConfigMap
+	g.Expect(yaml.UnmarshalStrict(bytes.TrimPrefix(seeds, []byte("---\n")), &cm)).To(Succeed())
+	g.Expect(cm.Name).To(Equal("big.example-seed-0"))
+	g.Expect(cm.Annotations).To(HaveKeyWithValue(v1.AnnotationSeedFor, "big.example"))
+	g.Expect(cm.Data[v1.SeedDataKey]).To(ContainSubstring("\nh1.big.example. 60 IN HINFO \"PC\" \"Linux\"\n"))
+	g.Expect(string(objects)).To(ContainSubstring("    sha256: " + validate.SeedDigest([]byte(cm.Data[v1.SeedDataKey])) + "\n"))
+	g.Expect(run()).To(Equal(stderr), "the same report")
+	again, err := os.ReadFile(filepath.Join(out, importSeedsFile))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(seeds), "byte-identical on a second run")
+
+	// Smaller now: no seeds.yaml.
+	db.Reset()
+	db.WriteString("$TTL 60\n@ SOA ns.example.net. h.example.net. 1 1 1 1 1\n@ NS ns.example.net.\n")
+	g.Expect(os.WriteFile(filepath.Join(root, "db"), []byte(db.String()), 0o644)).To(Succeed())
+	g.Expect(run()).NotTo(ContainSubstring(importSeedsFile))
+	g.Expect(filepath.Join(out, importSeedsFile)).NotTo(BeAnExistingFile())
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }

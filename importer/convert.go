@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/internal/quota"
 	"git.unkin.net/unkin/bind-operator/webhooks"
 )
 
@@ -37,7 +36,11 @@ type Result struct {
 	Objects []client.Object
 	// Secrets hold the imported keys' material: the only place it goes.
 	Secrets []*corev1.Secret
-	Report  Report
+	// Seeds are the ConfigMaps holding the zone files of the zones too
+	// large for one BindZone (spec.seedFrom, seed.go), in the zones'
+	// order: applied before the zones.
+	Seeds  []*corev1.ConfigMap
+	Report Report
 }
 
 // LabelImportedFrom marks every object an import emits with the server
@@ -714,6 +717,10 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 	type setKey struct{ name, typ string }
 	sets := map[setKey]*v1.RecordSet{}
 	var order []setKey
+	// kept is what a seed would hold (seed.go); pending what spec.records
+	// leaves out, reported only when the zone is not seeded.
+	var kept []PosRR
+	var pending []Finding
 	for _, r := range data.Records {
 		h := r.RR.Header()
 		owner := dns.CanonicalName(h.Name)
@@ -731,8 +738,9 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 			}
 			continue
 		}
+		kept = append(kept, r)
 		if !slices.Contains(v1.RecordTypes, v1.RecordType(typ)) {
-			c.res.Report.omit(r.Pos, what, "type %s is not one the operator manages (%v)", typ, v1.RecordTypes)
+			pending = append(pending, Finding{Pos: r.Pos, What: what, Why: fmt.Sprintf("type %s is not one the operator manages (%v)", typ, v1.RecordTypes)})
 			continue
 		}
 		rel := "@"
@@ -747,7 +755,7 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 			order = append(order, k)
 		} else if v1.TTL(h.Ttl) != *set.TTL {
 			// named serves one TTL per set, the first loaded.
-			c.res.Report.omit(r.Pos, what, "TTL %d differs from the set's %d; the set keeps %d as named does", h.Ttl, *set.TTL, *set.TTL)
+			pending = append(pending, Finding{Pos: r.Pos, What: what, Why: fmt.Sprintf("TTL %d differs from the set's %d; the set keeps %d as named does", h.Ttl, *set.TTL, *set.TTL)})
 		}
 		v := Presentation(r.RR)
 		if !slices.Contains(set.Values, v) {
@@ -757,13 +765,16 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 	for _, k := range order {
 		z.Spec.Records = append(z.Spec.Records, *sets[k])
 	}
-	if n, size := len(z.Spec.Records), specBytes(z.Spec); n > int(quota.DefaultZoneRecords) || size > maxZoneObjectBytes {
-		c.res.Report.omit(o.Pos, "zone "+origin, "its %d record sets (%d bytes) are more than one BindZone holds (%d sets, %d bytes): the zone is not imported; import it in parts, or wait for imports by transfer", n, size, quota.DefaultZoneRecords, maxZoneObjectBytes)
-		return false
+	if n, size := len(z.Spec.Records), specBytes(z.Spec); n > v1.MaxZoneRecordSets || size > maxZoneObjectBytes {
+		// More than one BindZone holds: the file itself is the zone's
+		// seed, loaded as it is (its MNAME too: the file has the zone's
+		// NS and glue).
+		return c.seedZone(z, o, soa, kept, n, size)
 	}
+	c.res.Report.Findings = append(c.res.Report.Findings, pending...)
 	// named loads a zone whose SOA MNAME lies inside it without an
 	// address; the operator does not, since the MNAME is also the NS of
-	// the zone's seed.
+	// the zone's seed (the small one it makes itself).
 	if mname := dns.CanonicalName(soa.Ns); dns.IsSubDomain(apex, mname) {
 		rel := strings.TrimSuffix(strings.TrimSuffix(mname, apex), ".")
 		if rel == "" {

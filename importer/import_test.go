@@ -399,18 +399,6 @@ func TestImportReportsWhatItCannotRead(t *testing.T) {
 	g.Expect(byName[*v1.BindZone](res.Objects, "a.example")).To(BeNil(), "a zone named could not load is not served empty")
 }
 
-// TestImportRefusesZonesTooLargeForAnObject: a zone whose record sets one
-// BindZone cannot hold (etcd's object limit) is reported, not emitted.
-func TestImportRefusesZonesTooLargeForAnObject(t *testing.T) {
-	g := NewWithT(t)
-	res := importTree(t, map[string]string{
-		"named.conf": "zone \"big.example\" { type primary; file \"db\"; };\n",
-		"db":         "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n$GENERATE 1-30000 h$ A 192.0.2.1\n",
-	})
-	g.Expect(byName[*v1.BindZone](res.Objects, "big.example")).To(BeNil())
-	g.Expect(res.Report.Findings).To(ContainElement(HaveField("Why", HavePrefix("its 30001 record sets"))))
-}
-
 // TestImportInheritsLists: a zone without its own allow-transfer or
 // allow-query takes its view's, else (allow-transfer) the options', as
 // named does; a secondary zone too.
