@@ -124,6 +124,7 @@ view "external" {
 		dnssec-policy "legacy-signing";
 		inline-signing yes;
 	};
+	zone "large.example" { type primary; file "var/cache/bind/db.large.example"; };
 	zone "partner.example" {
 		type secondary;
 		primaries { %s port %d key "xfer-key"; };
@@ -153,16 +154,39 @@ view "external" {
 		"var/cache/bind/example.com.inc":         "inc1\tIN A 198.51.100.201\n$ORIGIN dev.example.com.\napi\tIN AAAA 2001:db8::1\n",
 		"var/cache/bind/db.signed.example":       legacyZones["external"]["signed.example"],
 		"var/cache/bind/keys/README":             "named's keys of the signed zones\n",
+		"var/cache/bind/db.large.example":        largeZone(),
 	}
 	return files
 }
 
-// TestImportExistingServer (issue 46 items 1, 3, 5 and 6, without the
-// 100,000-record zone): a Debian named on the node runs as the user's
-// existing server (two views chosen by key, ACLs, keyed transfers and
-// updates, $INCLUDE, $ORIGIN, $GENERATE, a zone it signs with its
-// dnssec-policy, a secondary zone of another named on the node's
-// address); the checkout's binary's
+// largeRecords is the size of the legacy server's large zone: more than
+// one BindZone holds, so the import keeps it in ConfigMaps (seedFrom).
+const largeRecords = 100000
+
+// largeZone is a zone file of largeRecords records (with its SOA and NS),
+// of several types and TTLs, as a real large zone is.
+func largeZone() string {
+	var b strings.Builder
+	b.WriteString("$TTL 3600\n@\tIN SOA ns1.example.com. hostmaster.example.com. 2026120701 3600 600 1209600 300\n\tIN NS ns1.example.com.\n")
+	for i := range largeRecords - 2 {
+		switch i % 4 {
+		case 0, 1:
+			fmt.Fprintf(&b, "host%d\tIN A 198.51.%d.%d\n", i, i/254%256, i%254+1)
+		case 2:
+			fmt.Fprintf(&b, "host%d 300\tIN AAAA 2001:db8::%x\n", i, i)
+		default:
+			fmt.Fprintf(&b, "alias%d\tIN CNAME host%d\n", i, i-1)
+		}
+	}
+	return b.String()
+}
+
+// TestImportExistingServer (issue 46 items 1, 3, 4, 5 and 6): a Debian
+// named on the node runs as the user's existing server (two views chosen
+// by key, ACLs, keyed transfers and updates, $INCLUDE, $ORIGIN,
+// $GENERATE, a zone it signs with its dnssec-policy, a zone of 100,000
+// records, a secondary zone of another named on the node's address); the
+// checkout's binary's
 // `import` reads its files and reports the import whole; the Secrets and
 // then the objects pass `kubectl apply --dry-run=server` through the real
 // webhooks and are applied; and for every zone of every view, an AXFR from
@@ -212,6 +236,9 @@ func TestImportExistingServer(t *testing.T) {
 	testkit.Must(t, os.WriteFile(filepath.Join(out, "objects.yaml"), []byte(edited), 0o644))
 	_, err = env.Kubectl(ctx, "", "apply", "--server-side", "-f", filepath.Join(out, "secrets.yaml"))
 	testkit.Must(t, err)
+	// The large zone's file, before the zone that names it.
+	_, err = env.Kubectl(ctx, "", "apply", "--server-side", "-f", filepath.Join(out, "seeds.yaml"))
+	testkit.Must(t, err)
 	if o, err := env.Kubectl(ctx, "", "apply", "--server-side", "--dry-run=server", "-f", filepath.Join(out, "objects.yaml")); err != nil {
 		t.Fatalf("the imported objects are refused: %v\n%s", err, o)
 	}
@@ -237,6 +264,8 @@ func TestImportExistingServer(t *testing.T) {
 		// A signed zone: the same records and the same DNSKEYs, since the
 		// cluster signs with the old server's keys (signatures aside).
 		{"external", "signed.example", keys["xfer-key"]},
+		// Too large for a BindZone: loaded from its file in ConfigMaps.
+		{"external", "large.example", keys["xfer-key"]},
 	} {
 		var want []string
 		NewWithT(t).Eventually(func() (err error) {
@@ -275,6 +304,8 @@ func TestImportExistingServer(t *testing.T) {
 		{"host42.gen.example.", dns.TypeA, nil},
 		{"txt.example.com.", dns.TypeTXT, nil},
 		{"www.signed.example.", dns.TypeA, nil},
+		{"host99996.large.example.", dns.TypeA, nil},
+		{"alias99995.large.example.", dns.TypeA, nil},
 	} {
 		want := viewAnswer(t, old, q.name, q.qtype, q.key)
 		for i, ip := range ips {
