@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +95,10 @@ type BindZoneReconciler struct {
 	ClusterDomain string
 
 	agents *clusterpods.AgentClients
-	owners *dnsrecords.ZoneOwners
+	// checkedSerials: zone UID -> the primary's serial at the zone's last
+	// full drift check (unchangedSinceCheck).
+	checkedSerials sync.Map
+	owners         *dnsrecords.ZoneOwners
 	// caughtUp carries the zones the bindzone-replication controller saw
 	// served by every secondary while their Ready said Replicating, and
 	// could not report Served itself (reportCaughtUp).
@@ -193,7 +197,9 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 		now := metav1.Now()
 		status.PrimarySeededAt = &now
 	}
-	if r.recordsDue(zone, status, added) {
+	if due, periodic := r.recordsDue(zone, status, added); due && periodic && r.unchangedSinceCheck(ctx, zone, t) {
+		status.LastDriftCheck = &metav1.Time{Time: time.Now()}
+	} else if due {
 		if err := r.syncRecords(ctx, zone, t, status); err != nil {
 			return r.report(zone, status, err)
 		}

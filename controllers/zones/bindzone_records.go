@@ -21,25 +21,54 @@ import (
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/batch"
+	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
 	"git.unkin.net/unkin/bind-operator/dnsclient"
 	"git.unkin.net/unkin/bind-operator/records"
 )
 
 // recordsDue tells whether this reconcile compares and applies spec.records:
 // on a spec change, a fresh zone, a resync request, a past failure, or when
-// the last check is older than the resync period.
-func (r *BindZoneReconciler) recordsDue(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, added bool) bool {
+// the last check is older than the resync period. periodic is true when
+// only the period is why: then a zone whose primary still serves the
+// serial of the last check is not transferred again (unchangedSinceCheck).
+func (r *BindZoneReconciler) recordsDue(zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, added bool) (due, periodic bool) {
 	switch {
 	case added, status.ObservedGeneration != zone.Generation, status.LastDriftCheck == nil,
 		zone.Annotations[bindv1alpha1.AnnotationResync] != status.ObservedResync,
 		len(status.RejectedRecords) > 0:
-		return true
+		return true, false
 	}
 	c := meta.FindStatusCondition(status.Conditions, bindv1alpha1.ConditionReady)
 	if c == nil || c.Status != metav1.ConditionTrue {
-		return true
+		return true, false
 	}
-	return time.Since(status.LastDriftCheck.Time) >= r.resyncPeriod()
+	return time.Since(status.LastDriftCheck.Time) >= r.resyncPeriod(), true
+}
+
+// A periodic drift check looks for changes someone else made to the sets
+// the zone declares or wrote. Every change named accepts (an UPDATE, a
+// reload of a file with a new serial) moves the zone's serial, so a
+// primary that serves the serial the last full check transferred holds
+// what that check saw: one SOA query instead of a transfer of the whole
+// zone, which for a zone seeded with 100,000 records is megabytes every
+// resync period. checkedSerials remembers that serial per zone (by UID,
+// in memory: an operator that starts again checks each zone in full once).
+
+// unchangedSinceCheck reports whether the primary serves the serial the
+// zone's last full drift check saw. Any doubt (no check remembered, a
+// failed query) is a no.
+func (r *BindZoneReconciler) unchangedSinceCheck(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget) bool {
+	v, ok := r.checkedSerials.Load(zone.UID)
+	if !ok {
+		return false
+	}
+	key := t.xfrKey
+	if key == nil {
+		k := t.srv.Key
+		key = &k
+	}
+	serial, err := clusterpods.SOASerial(ctx, t.srv.Addr, key, t.zoneName)
+	return err == nil && serial == v.(uint32)
 }
 
 type setKey struct{ name, typ string }
@@ -78,12 +107,22 @@ func (r *BindZoneReconciler) syncRecords(ctx context.Context, zone *bindv1alpha1
 	for _, m := range status.ManagedRecords {
 		prev[setKey{m.Name, m.Type}] = m.Digest
 	}
-	served, err := r.served(ctx, t, func(k setKey) bool {
-		_, wrote := prev[k]
-		return seen[k] || wrote
-	})
-	if err != nil {
-		return err
+	// A zone that declares no set and wrote none (one seeded from its
+	// file, one whose records are all DNSRecords) has nothing to compare:
+	// no transfer.
+	served := map[setKey]servedSet{}
+	if len(desired) > 0 || len(prev) > 0 {
+		var serial uint32
+		var err error
+		served, serial, err = r.served(ctx, t, func(k setKey) bool {
+			_, wrote := prev[k]
+			return seen[k] || wrote
+		})
+		if err != nil {
+			r.checkedSerials.Delete(zone.UID)
+			return err
+		}
+		r.checkedSerials.Store(zone.UID, serial)
 	}
 
 	var changes []dnsclient.Change
@@ -185,7 +224,7 @@ const driftCheckDeadline = 2 * time.Minute
 // memory for the rest of the zone (names external-dns or DNSRecords
 // manage). The transfer is untrusted input: records outside the zone or
 // that do not canonicalise are skipped.
-func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget, keep func(setKey) bool) (map[setKey]servedSet, error) {
+func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget, keep func(setKey) bool) (map[setKey]servedSet, uint32, error) {
 	key := t.xfrKey
 	if key == nil {
 		k := t.srv.Key
@@ -193,13 +232,13 @@ func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget, keep fun
 	}
 	c, err := dnsclient.New(t.srv.Addr, key, dnsclient.Options{Timeout: 30 * time.Second})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, driftCheckDeadline)
 	defer cancel()
 	out := map[setKey]servedSet{}
-	_, err = c.AXFREach(ctx, t.zoneName, func(rr dns.RR) error {
+	serial, err := c.AXFREach(ctx, t.zoneName, func(rr dns.RR) error {
 		h := rr.Header()
 		typ := dns.TypeToString[h.Rrtype]
 		if h.Rrtype == dns.TypeSOA || !records.IsSupported(typ) {
@@ -226,16 +265,16 @@ func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget, keep fun
 	if err != nil {
 		var rc *dnsclient.RcodeError
 		if errors.As(err, &rc) {
-			return nil, primaryRefused("transfer", rc, err)
+			return nil, 0, primaryRefused("transfer", rc, err)
 		}
-		return nil, &problem{bindv1alpha1.ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("cannot transfer the zone from the primary: %v", err)), 10 * time.Second}
+		return nil, 0, &problem{bindv1alpha1.ReasonPrimaryNotReady, agent.Bound(fmt.Sprintf("cannot transfer the zone from the primary: %v", err)), 10 * time.Second}
 	}
 	for k, s := range out {
 		slices.Sort(s.values)
 		s.values = slices.Compact(s.values)
 		out[k] = s
 	}
-	return out, nil
+	return out, serial, nil
 }
 
 // setDigest identifies what was written without storing it: the first 16

@@ -40,18 +40,29 @@ zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr";
 	r := &BindZoneReconciler{}
 	tgt := &zoneTarget{zoneName: zone, srv: clusterpods.ZoneServer{Addr: srv.DNSAddr, Key: key}}
 	want := map[setKey]bool{{"www", "A"}: true, {"mail", "TXT"}: true, {"absent", "A"}: true}
-	got, err := r.served(context.Background(), tgt, func(k setKey) bool { return want[k] })
+	got, serial, err := r.served(context.Background(), tgt, func(k setKey) bool { return want[k] })
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal(map[setKey]servedSet{
 		{"www", "A"}:    {ttl: 600, values: []string{"198.18.200.1", "198.18.200.2"}},
 		{"mail", "TXT"}: {ttl: 300, values: []string{`"v=spf1 -all"`}},
 	}))
 
+	// A periodic check of a zone still at the serial of its last full
+	// check is one SOA query; any other serial, or none remembered, is a
+	// full check.
+	z := &bindv1alpha1.BindZone{}
+	z.UID = "zone-uid"
+	g.Expect(r.unchangedSinceCheck(context.Background(), z, tgt)).To(BeFalse(), "no check remembered")
+	r.checkedSerials.Store(z.UID, serial)
+	g.Expect(r.unchangedSinceCheck(context.Background(), z, tgt)).To(BeTrue(), "the serial %d of the last check", serial)
+	r.checkedSerials.Store(z.UID, serial-1)
+	g.Expect(r.unchangedSinceCheck(context.Background(), z, tgt)).To(BeFalse(), "the zone changed since")
+
 	// A key the zone does not admit is a refusal, reported as such.
 	other, err := dnsclient.NewKey("other", "hmac-sha256", xfr.Secret)
 	g.Expect(err).NotTo(HaveOccurred())
 	tgt.srv.Key = other
-	_, err = r.served(context.Background(), tgt, func(setKey) bool { return true })
+	_, _, err = r.served(context.Background(), tgt, func(setKey) bool { return true })
 	var p *problem
 	g.Expect(errors.As(err, &p)).To(BeTrue(), "%v", err)
 	g.Expect(p.reason).To(Equal(bindv1alpha1.ReasonRecordsRefused), p.msg)
@@ -60,7 +71,7 @@ zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr";
 	// primary is not ready for it yet, and it is looked at again soon.
 	tgt.srv.Key = key
 	tgt.zoneName = "broken.test."
-	_, err = r.served(context.Background(), tgt, func(setKey) bool { return true })
+	_, _, err = r.served(context.Background(), tgt, func(setKey) bool { return true })
 	g.Expect(errors.As(err, &p)).To(BeTrue(), "%v", err)
 	g.Expect(p.reason).To(Equal(bindv1alpha1.ReasonPrimaryNotReady), p.msg)
 	g.Expect(p.requeue).To(Equal(zoneNotLoadedRetry), p.msg)
