@@ -246,6 +246,7 @@ func (r *BindZoneReconciler) settle(ctx context.Context, zone *bindv1alpha1.Bind
 // the object go. A cluster that is gone releases it at once; failures are
 // retried for DeleteGiveUp, never forever.
 func (r *BindZoneReconciler) finalize(ctx context.Context, zone *bindv1alpha1.BindZone) (ctrl.Result, error) {
+	r.checkedSerials.Delete(zone.UID)
 	if !controllerutil.ContainsFinalizer(zone, zoneFinalizer) {
 		return ctrl.Result{}, nil
 	}
