@@ -124,6 +124,95 @@ func (c *Client) IXFR(ctx context.Context, zone string, serial uint32) ([]dns.RR
 	return rrs, nil
 }
 
+// ErrNotIncremental is IXFRChanges' answer when the server sends the whole
+// zone instead of the differences (its journal does not reach back to the
+// serial asked for, or it keeps none).
+var ErrNotIncremental = errors.New("dnsclient: the server answered the IXFR with the whole zone")
+
+// IXFRChanges asks for the changes to zone since serial from and hands
+// each deleted or added record to fn as it streams (added false for a
+// deletion), without the SOAs that frame each version (RFC 1995). It
+// returns the serial the server serves now. A server already at from
+// answers with its SOA alone: no call to fn. A server that answers with
+// the whole zone is ErrNotIncremental, found at the second record, so a
+// large zone is not read. The changes are only final once IXFRChanges
+// returns nil. soaChanged reports whether the SOA's fields other than the
+// serial differ between from and now.
+func (c *Client) IXFRChanges(ctx context.Context, zone string, from uint32, fn func(rr dns.RR, added bool) error) (serial uint32, soaChanged bool, err error) {
+	zone = dns.Fqdn(strings.ToLower(zone))
+	m := new(dns.Msg)
+	m.SetIxfr(zone, from, "ns.invalid.", "hostmaster.invalid.")
+	var (
+		n       int
+		current *dns.SOA // the first record: the version served now
+		first   *dns.SOA // the version asked from
+		added   bool     // after a version's second SOA: additions
+		ended   bool     // the closing SOA was seen
+	)
+	err = c.transfer(ctx, zone, m, func(rr dns.RR) error {
+		n++
+		if ended {
+			return fmt.Errorf("dnsclient: IXFR of %s: records after the closing SOA", zone)
+		}
+		if !dns.IsSubDomain(zone, rr.Header().Name) {
+			return fmt.Errorf("dnsclient: IXFR of %s: record %q outside the zone", zone, rr.Header().Name)
+		}
+		soa, isSOA := rr.(*dns.SOA)
+		isSOA = isSOA && strings.EqualFold(soa.Hdr.Name, zone)
+		switch {
+		case n == 1:
+			if !isSOA {
+				return fmt.Errorf("dnsclient: IXFR of %s: does not start with the zone's SOA", zone)
+			}
+			current = soa
+			return nil
+		case n == 2 && !isSOA:
+			return ErrNotIncremental
+		case n == 2:
+			if soa.Serial != from {
+				if soa.Serial == current.Serial {
+					// An AXFR-style answer of an empty zone: SOA, SOA.
+					ended = true
+					return ErrNotIncremental
+				}
+				return fmt.Errorf("dnsclient: IXFR of %s: starts at serial %d, not %d", zone, soa.Serial, from)
+			}
+			first = soa
+			return nil
+		case isSOA:
+			if added && soa.Serial == current.Serial {
+				// Either the closing SOA or the old SOA of a version that
+				// starts at the current serial, which cannot be: closing.
+				ended = true
+				return nil
+			}
+			added = !added
+			return nil
+		}
+		return fn(rr, added)
+	})
+	if errors.Is(err, ErrNotIncremental) {
+		return 0, false, ErrNotIncremental
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	switch {
+	case n == 1 && current.Serial == from:
+		return current.Serial, false, nil // up to date
+	case n == 1:
+		// The SOA alone at another serial: a server that will not tell
+		// the difference from one it does not know (older, or ahead).
+		return 0, false, ErrNotIncremental
+	case !ended:
+		return 0, false, fmt.Errorf("dnsclient: IXFR of %s: not closed by the SOA of serial %d", zone, current.Serial)
+	}
+	soaChanged = !strings.EqualFold(first.Ns, current.Ns) || !strings.EqualFold(first.Mbox, current.Mbox) ||
+		first.Refresh != current.Refresh || first.Retry != current.Retry || first.Expire != current.Expire ||
+		first.Minttl != current.Minttl || first.Hdr.Ttl != current.Hdr.Ttl
+	return current.Serial, soaChanged, nil
+}
+
 // transfer runs a zone transfer on its own TCP connection (transfers are
 // multi-message and chain their TSIGs, so they never share the kept UPDATE
 // connection) and hands each record to fn. It is bounded by ctx, the client

@@ -197,7 +197,7 @@ func (r *BindZoneReconciler) apply(ctx context.Context, zone *bindv1alpha1.BindZ
 		now := metav1.Now()
 		status.PrimarySeededAt = &now
 	}
-	if due, periodic := r.recordsDue(zone, status, added); due && periodic && r.unchangedSinceCheck(ctx, zone, t) {
+	if due, periodic := r.recordsDue(zone, status, added); due && periodic && r.untouchedSinceCheck(ctx, zone, t, status) {
 		status.LastDriftCheck = &metav1.Time{Time: time.Now()}
 	} else if due {
 		if err := r.syncRecords(ctx, zone, t, status); err != nil {

@@ -51,24 +51,69 @@ func (r *BindZoneReconciler) recordsDue(zone *bindv1alpha1.BindZone, status *bin
 // primary that serves the serial the last full check transferred holds
 // what that check saw: one SOA query instead of a transfer of the whole
 // zone, which for a zone seeded with 100,000 records is megabytes every
-// resync period. checkedSerials remembers that serial per zone (by UID,
-// in memory: an operator that starts again checks each zone in full once).
+// resync period. A zone that changed is asked for the changes since that
+// serial (IXFR, from the journal every dynamic zone keeps), and only a
+// change to a set the zone checks costs the full transfer.
+// checkedSerials remembers that serial per zone (by UID, in memory: an
+// operator that starts again checks each zone in full once).
 
-// unchangedSinceCheck reports whether the primary serves the serial the
-// zone's last full drift check saw. Any doubt (no check remembered, a
-// failed query) is a no.
-func (r *BindZoneReconciler) unchangedSinceCheck(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget) bool {
+// untouchedSinceCheck reports whether the zone's last full drift check
+// still holds: the primary serves the serial that check saw, or the
+// changes since then (IXFR) touch none of the sets the zone declares or
+// wrote and leave the SOA's fields alone. Records DNSRecords and dynamic
+// updates keep changing do not cost a transfer of the zone. Any doubt (no
+// check remembered, a failed query, a primary that answers with the whole
+// zone) is a no; when it is a yes the serial it saw is remembered.
+func (r *BindZoneReconciler) untouchedSinceCheck(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) bool {
 	v, ok := r.checkedSerials.Load(zone.UID)
 	if !ok {
 		return false
 	}
+	from := v.(uint32)
 	key := t.xfrKey
 	if key == nil {
 		k := t.srv.Key
 		key = &k
 	}
 	serial, err := clusterpods.SOASerial(ctx, t.srv.Addr, key, t.zoneName)
-	return err == nil && serial == v.(uint32)
+	if err != nil {
+		return false
+	}
+	if serial == from {
+		return true
+	}
+	checked := map[setKey]bool{}
+	for i, s := range zone.Spec.Records {
+		cs, errs := records.CanonicalizeSet(t.zoneName, s, zone.EffectiveDefaultTTL(), field.NewPath("spec", "records").Index(i))
+		if len(errs) > 0 {
+			return false
+		}
+		checked[setKey{string(cs.Name), string(cs.Type)}] = true
+	}
+	for _, m := range status.ManagedRecords {
+		checked[setKey{m.Name, m.Type}] = true
+	}
+	c, err := dnsclient.New(t.srv.Addr, key, dnsclient.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, driftCheckDeadline)
+	defer cancel()
+	errTouched := errors.New("a checked set changed")
+	now, soaChanged, err := c.IXFRChanges(ctx, t.zoneName, from, func(rr dns.RR, _ bool) error {
+		h := rr.Header()
+		name, err := records.RelativeName(t.zoneName, dns.Fqdn(h.Name))
+		if err == nil && checked[setKey{name, dns.TypeToString[h.Rrtype]}] {
+			return errTouched
+		}
+		return nil
+	})
+	if err != nil || soaChanged {
+		return false
+	}
+	r.checkedSerials.Store(zone.UID, now)
+	return true
 }
 
 type setKey struct{ name, typ string }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
 
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -27,12 +28,18 @@ func TestDriftCheckHoldsOnlyTheSetsItChecks(t *testing.T) {
 		fmt.Fprintf(&zf, "h%05d IN A 198.18.%d.%d\n", i, i/256, i%256)
 	}
 	zf.WriteString("www 600 IN A 198.18.200.2\nwww 600 IN A 198.18.200.1\nmail IN TXT \"v=spf1 -all\"\n")
+	var dynZone strings.Builder
+	dynZone.WriteString(bindtest.SeedZone("dyn.test.", 1))
+	for i := range 200 {
+		fmt.Fprintf(&dynZone, "h%d IN A 198.18.1.%d\n", i, i%250+1)
+	}
 	xfr := bindtest.NewKey("xfr", "hmac-sha256")
 	srv := bindtest.Start(t, bindtest.Options{
 		Keys:  []bindtest.Key{xfr},
-		Files: map[string]string{"big.db": zf.String(), "broken.db": "this is not a zone file\n"},
+		Files: map[string]string{"big.db": zf.String(), "broken.db": "this is not a zone file\n", "dyn.db": dynZone.String()},
 		Config: `zone "big.test" { type primary; file "big.db"; allow-transfer { key "xfr"; }; };
-zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr"; }; };`,
+zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr"; }; };
+zone "dyn.test" { type primary; file "dyn.db"; allow-transfer { key "xfr"; }; allow-update { key "xfr"; }; };`,
 	})
 	key, err := dnsclient.NewKey(xfr.Name, xfr.Algorithm, xfr.Secret)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -48,15 +55,33 @@ zone "broken.test" { type primary; file "broken.db"; allow-transfer { key "xfr";
 	}))
 
 	// A periodic check of a zone still at the serial of its last full
-	// check is one SOA query; any other serial, or none remembered, is a
-	// full check.
-	z := &bindv1alpha1.BindZone{}
+	// check is one SOA query; a zone without a journal that changed, or
+	// one with no check remembered, gets a full check.
+	z := &bindv1alpha1.BindZone{Spec: bindv1alpha1.BindZoneSpec{Records: []bindv1alpha1.RecordSet{{Name: "www", Type: "A", Values: []string{"198.18.200.1"}}}}}
 	z.UID = "zone-uid"
-	g.Expect(r.unchangedSinceCheck(context.Background(), z, tgt)).To(BeFalse(), "no check remembered")
+	st := &bindv1alpha1.BindZoneStatus{ManagedRecords: []bindv1alpha1.ManagedRecordSet{{Name: "mail", Type: "TXT"}}}
+	g.Expect(r.untouchedSinceCheck(context.Background(), z, tgt, st)).To(BeFalse(), "no check remembered")
 	r.checkedSerials.Store(z.UID, serial)
-	g.Expect(r.unchangedSinceCheck(context.Background(), z, tgt)).To(BeTrue(), "the serial %d of the last check", serial)
+	g.Expect(r.untouchedSinceCheck(context.Background(), z, tgt, st)).To(BeTrue(), "the serial %d of the last check", serial)
 	r.checkedSerials.Store(z.UID, serial-1)
-	g.Expect(r.unchangedSinceCheck(context.Background(), z, tgt)).To(BeFalse(), "the zone changed since")
+	g.Expect(r.untouchedSinceCheck(context.Background(), z, tgt, st)).To(BeFalse(), "the zone changed since, and keeps no journal")
+
+	// A dynamic zone: changes to sets the zone neither declares nor wrote
+	// are read from the journal and cost no full check; a change to one
+	// it checks does.
+	dyn := &zoneTarget{zoneName: "dyn.test.", srv: clusterpods.ZoneServer{Addr: srv.DNSAddr, Key: key}}
+	upd, err := dnsclient.New(srv.DNSAddr, &key, dnsclient.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer upd.Close()
+	_, dynSerial, err := r.served(context.Background(), dyn, func(setKey) bool { return false })
+	g.Expect(err).NotTo(HaveOccurred())
+	r.checkedSerials.Store(z.UID, dynSerial)
+	g.Expect(upd.Update(context.Background(), "dyn.test.", dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: "other.dyn.test.", Type: dns.TypeA, TTL: 60, Values: []string{"198.18.9.9"}}})).To(Succeed())
+	g.Expect(r.untouchedSinceCheck(context.Background(), z, dyn, st)).To(BeTrue(), "a change to a name the zone does not check")
+	again, _ := r.checkedSerials.Load(z.UID)
+	g.Expect(again).NotTo(Equal(dynSerial), "the serial read from the journal is remembered")
+	g.Expect(upd.Update(context.Background(), "dyn.test.", dnsclient.Change{Op: dnsclient.Upsert, Set: dnsclient.RRSet{Name: "mail.dyn.test.", Type: dns.TypeTXT, TTL: 60, Values: []string{`"changed"`}}})).To(Succeed())
+	g.Expect(r.untouchedSinceCheck(context.Background(), z, dyn, st)).To(BeFalse(), "a change to a set the zone wrote")
 
 	// A key the zone does not admit is a refusal, reported as such.
 	other, err := dnsclient.NewKey("other", "hmac-sha256", xfr.Secret)
