@@ -2,11 +2,8 @@ package importer
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -35,22 +32,6 @@ import (
 // absolute names ($INCLUDE and $GENERATE expanded). Every type is kept
 // (named serves any); what the import leaves out of a zone anyway (names
 // outside it, the old signer's records) is left out of the file too.
-
-// SeedConfigMapName is the ConfigMap that holds part n (from 0) of the
-// seed of the BindZone named zone: "<zone>-seed-<n>", the zone's name
-// shortened and a hash of it added when that would be longer than an
-// object name may be.
-func SeedConfigMapName(zone string, n int) string {
-	const max = 253
-	suffix := "-seed-" + strconv.Itoa(n)
-	if len(zone)+len(suffix) <= max {
-		return zone + suffix
-	}
-	sum := sha256.Sum256([]byte(zone))
-	h := hex.EncodeToString(sum[:4])
-	keep := strings.TrimRight(zone[:max-len(suffix)-len(h)-1], ".-")
-	return keep + "-" + h + suffix
-}
 
 // maxSeedParts is how many ConfigMaps spec.seedFrom may name.
 const maxSeedParts = v1.MaxSeedBytes / v1.MaxSeedPartBytes
@@ -109,7 +90,7 @@ func (c *converter) seedZone(z *v1.BindZone, o *Statement, soa *dns.SOA, kept []
 	z.Spec.Records = nil
 	z.Spec.SeedFrom = &v1.ZoneSeed{SHA256: validate.SeedDigest(file.Bytes())}
 	for i, p := range parts {
-		name := SeedConfigMapName(z.Name, i)
+		name := v1.SeedConfigMapName(z.Name, i)
 		z.Spec.SeedFrom.ConfigMaps = append(z.Spec.SeedFrom.ConfigMaps, v1.LocalObjectReference{Name: name})
 		c.res.Seeds = append(c.res.Seeds, &corev1.ConfigMap{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},

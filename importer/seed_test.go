@@ -241,19 +241,19 @@ func TestSeedParts(t *testing.T) {
 // too long for an object name.
 func TestSeedConfigMapName(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(SeedConfigMapName("internal-example.com", 0)).To(Equal("internal-example.com-seed-0"))
-	g.Expect(SeedConfigMapName("a", 15)).To(Equal("a-seed-15"))
+	g.Expect(v1.SeedConfigMapName("internal-example.com", 0)).To(Equal("internal-example.com-seed-0"))
+	g.Expect(v1.SeedConfigMapName("a", 15)).To(Equal("a-seed-15"))
 	long := strings.Repeat("a", 240) + ".-" + strings.Repeat("b", 10)
 	seen := map[string]bool{}
 	for n := range 16 {
-		name := SeedConfigMapName(long, n)
+		name := v1.SeedConfigMapName(long, n)
 		g.Expect(len(name)).To(BeNumerically("<=", 253))
 		g.Expect(validation.NameIsDNSSubdomain(name, false)).To(BeEmpty(), name)
 		g.Expect(name).To(HaveSuffix(fmt.Sprintf("-seed-%d", n)))
 		g.Expect(seen[name]).To(BeFalse())
 		seen[name] = true
 	}
-	g.Expect(SeedConfigMapName(long, 3)).NotTo(Equal(SeedConfigMapName(long+"c", 3)), "the hash tells long names apart")
+	g.Expect(v1.SeedConfigMapName(long, 3)).NotTo(Equal(v1.SeedConfigMapName(long+"c", 3)), "the hash tells long names apart")
 }
 
 // TestValidateSeedsRefusesWhatWouldNotLoad: a digest that differs, a part

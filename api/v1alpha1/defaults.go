@@ -361,18 +361,31 @@ func (r RemoteServer) AddressPort() (string, int32) {
 }
 
 // DNSSECKeysSecretName is the Secret that holds a copy of the DNSSEC keys
-// of the BindZone named zone: "<zone>-dnssec-keys", or, when that would
-// exceed an object name's 253 characters, the name cut short with a hash
-// of the whole name before the suffix, so two zones never share one.
+// of the BindZone named zone: "<zone>-dnssec-keys" (derivedName).
 func DNSSECKeysSecretName(zone string) string {
+	return derivedName(zone, DNSSECKeysSecretSuffix)
+}
+
+// SeedConfigMapName is the ConfigMap bind-operator import writes part n
+// (from 0) of the seed of the BindZone named zone into:
+// "<zone>-seed-<n>" (derivedName).
+func SeedConfigMapName(zone string, n int) string {
+	return derivedName(zone, "-seed-"+strconv.Itoa(n))
+}
+
+// derivedName is the name of an object made for the object named owner:
+// owner+suffix, or, when that would exceed an object name's 253
+// characters, owner cut short with a hash of the whole name before the
+// suffix, so two owners never share one.
+func derivedName(owner, suffix string) string {
 	const max = 253
-	if len(zone)+len(DNSSECKeysSecretSuffix) <= max {
-		return zone + DNSSECKeysSecretSuffix
+	if len(owner)+len(suffix) <= max {
+		return owner + suffix
 	}
-	sum := sha256.Sum256([]byte(zone))
+	sum := sha256.Sum256([]byte(owner))
 	h := hex.EncodeToString(sum[:4])
-	keep := strings.TrimRight(zone[:max-len(DNSSECKeysSecretSuffix)-len(h)-1], ".-")
-	return keep + "-" + h + DNSSECKeysSecretSuffix
+	keep := strings.TrimRight(owner[:max-len(suffix)-len(h)-1], ".-")
+	return keep + "-" + h + suffix
 }
 
 // DNSSECKeyFileKey is the data key of one key file in a keys Secret:
