@@ -173,7 +173,7 @@ func largeZone() string {
 		case 0, 1:
 			fmt.Fprintf(&b, "host%d\tIN A 198.51.%d.%d\n", i, i/254%256, i%254+1)
 		case 2:
-			fmt.Fprintf(&b, "host%d 300\tIN AAAA 2001:db8::%x\n", i, i)
+			fmt.Fprintf(&b, "host%d 300\tIN AAAA 2001:db8::%x:%x\n", i, i>>16, i&0xffff)
 		default:
 			fmt.Fprintf(&b, "alias%d\tIN CNAME host%d\n", i, i-1)
 		}
