@@ -43,33 +43,48 @@ type SeedStats struct {
 	Serial  uint32
 }
 
+// MaxSeedRecords bounds the records of a seed: a 14 MiB file of the
+// shortest lines holds about a million.
+const MaxSeedRecords = 2_000_000
+
 // Seed parses a zone file for zone (canonical, without the trailing dot)
 // and checks that named can load it as that zone: every line parses, no
-// $INCLUDE, every owner lies inside the zone, and the apex has exactly
-// one SOA. Lines are printable text. Refusals name the line; they quote
-// the parser's reason, which may quote the token at fault.
+// $INCLUDE or $GENERATE (a line of which makes up to 65,536 records: a
+// small file would make billions; bind-operator import writes them out),
+// every owner lies inside the zone, the apex has exactly one SOA and its
+// NS records, and there are at most MaxSeedRecords. Lines are printable
+// text. Refusals name the line or the record; a line that does not parse
+// is refused with the parser's reason, which quotes the token at fault.
 func Seed(zone string, r io.Reader) (SeedStats, error) {
 	apex := dns.Fqdn(zone)
 	var st SeedStats
-	br := bufio.NewReader(r)
 	// The parser reads what the check lets through: it refuses bytes
-	// that are not text before the parser sees them.
-	zp := dns.NewZoneParser(&textOnly{r: br}, apex, "")
+	// that are not text, and directives that are not allowed, before the
+	// parser sees them.
+	zp := dns.NewZoneParser(&textOnly{r: bufio.NewReader(r), bol: true}, apex, "")
 	zp.SetIncludeAllowed(false)
-	soas := 0
+	soas, apexNS := 0, 0
 	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
 		h := rr.Header()
 		if !dns.IsSubDomain(apex, h.Name) {
 			return st, fail("seed", "record %d (%s) lies outside the zone %s; named ignores such data, remove it", st.Records+1, dns.TypeToString[h.Rrtype], zone)
 		}
-		if soa, ok := rr.(*dns.SOA); ok {
-			if !strings.EqualFold(h.Name, apex) {
+		atApex := strings.EqualFold(h.Name, apex)
+		switch rr := rr.(type) {
+		case *dns.SOA:
+			if !atApex {
 				return st, fail("seed", "record %d is an SOA below the apex; only %s has one", st.Records+1, apex)
 			}
 			soas++
-			st.Serial = soa.Serial
+			st.Serial = rr.Serial
+		case *dns.NS:
+			if atApex {
+				apexNS++
+			}
 		}
-		st.Records++
+		if st.Records++; st.Records > MaxSeedRecords {
+			return st, fail("seed", "holds more than %d records", MaxSeedRecords)
+		}
 	}
 	if err := zp.Err(); err != nil {
 		return st, fail("seed", "%s", clipLong(err.Error()))
@@ -77,24 +92,43 @@ func Seed(zone string, r io.Reader) (SeedStats, error) {
 	if soas != 1 {
 		return st, fail("seed", "has %d SOA records at %s; a zone file has exactly one", soas, apex)
 	}
+	if apexNS == 0 {
+		return st, fail("seed", "has no NS record at %s; named does not load a zone without one", apex)
+	}
 	return st, nil
 }
 
-// textOnly passes text through and fails on any other byte: a NUL or a
-// control character other than tab, CR and LF is no zone file.
+// textOnly passes text through and fails on any other byte (a NUL or a
+// control character other than tab, CR and LF is no zone file), and on a
+// line that starts with $GENERATE.
 type textOnly struct {
 	r    io.Reader
 	line int
+	bol  bool   // at the beginning of a line
+	head []byte // the line's first bytes, up to len(generate)
 }
+
+const generate = "$GENERATE"
 
 func (t *textOnly) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	for i, c := range p[:n] {
-		if c == '\n' {
-			t.line++
-		}
 		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
 			return i, fmt.Errorf("line %d holds the control byte 0x%02x; a zone file is text", t.line+1, c)
+		}
+		if c == '\n' {
+			t.line++
+			t.bol, t.head = true, t.head[:0]
+			continue
+		}
+		if !t.bol {
+			continue
+		}
+		t.head = append(t.head, c)
+		if !strings.EqualFold(string(t.head), generate[:len(t.head)]) {
+			t.bol = false
+		} else if len(t.head) == len(generate) {
+			return i, fmt.Errorf("line %d is a $GENERATE; write the records it makes instead (bind-operator import does)", t.line+1)
 		}
 	}
 	return n, err

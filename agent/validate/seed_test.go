@@ -15,7 +15,12 @@ func TestSeed(t *testing.T) {
 		desc, file, want string
 		records          int
 	}{
-		{desc: "a zone file", file: seedHead + "www 60 IN A 192.0.2.2\n$GENERATE 1-10 h$ A 192.0.2.$\n", records: 14},
+		{desc: "a zone file", file: seedHead + "www 60 IN A 192.0.2.2\nh1 A 192.0.2.1\n", records: 5},
+		{desc: "$GENERATE", file: seedHead + "$GENERATE 1-65535 h$ A 192.0.2.1\n", want: "line 6 is a $GENERATE"},
+		{desc: "$generate", file: seedHead + "www A 192.0.2.2\n$generate 1-65535 h$ A 192.0.2.1\n", want: "line 7 is a $GENERATE"},
+		{desc: "an owner spelt like the directive", file: seedHead + "generate A 192.0.2.1\n$GENERATED A 192.0.2.1\n", want: "line 7 is a $GENERATE"},
+		{desc: "an owner that starts like it", file: seedHead + "generate A 192.0.2.1\n", records: 4},
+		{desc: "no NS at the apex", file: "$ORIGIN example.test.\n@ 300 SOA ns1 hostmaster 7 300 60 1209600 60\nwww 300 A 192.0.2.1\n", want: "has no NS record at example.test."},
 		{desc: "any type named serves", file: seedHead + "@ LOC 52 22 23.000 N 4 53 32.000 E -2.00m 0.00m 10000m 10m\n", records: 4},
 		{desc: "$INCLUDE", file: seedHead + "$INCLUDE /etc/passwd\n", want: "$INCLUDE"},
 		{desc: "a name outside the zone", file: seedHead + "www.example.org. A 192.0.2.2\n", want: "record 4 (A) lies outside the zone example.test"},
