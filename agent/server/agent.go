@@ -28,7 +28,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/bindstats"
 	"git.unkin.net/unkin/bind-operator/internal/version"
 	"git.unkin.net/unkin/bind-operator/render"
@@ -80,9 +79,6 @@ type Agent struct {
 	// (addzone, showzone, modzone) that must not interleave with another
 	// ensure or delete of the same zone.
 	opMu sync.Mutex
-	// seeded: zones whose file PathSeed wrote, until their next ensure
-	// (markSeeded). Guarded by opMu.
-	seeded map[agent.ZoneRef]bool
 }
 
 // New prepares an agent: loads the expected-zone list and the TLS material

@@ -340,6 +340,7 @@ func FuzzSeedRequest(f *testing.F) {
 				t.Fatalf("wrote %q outside the data dir", p)
 			}
 			_ = os.Remove(p)
+			_ = os.Remove(seedMarker(p))
 		case 400, 413, 422:
 			var er agent.ErrorResponse
 			if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error == "" {

@@ -69,7 +69,10 @@ func (a *Agent) handleSeed(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("seed: %w", err)
 	} else {
 		res.Written = true
-		a.markSeeded(ref)
+		if err := a.markSeeded(ref); err != nil {
+			_ = os.Remove(path)
+			return fmt.Errorf("seed: %w", err)
+		}
 		a.log.Info("zone seed written", "view", ref.View, "zone", ref.Zone, "records", st.Records, "serial", st.Serial)
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -118,21 +121,41 @@ func (a *Agent) stageSeed(w http.ResponseWriter, r *http.Request, path, want str
 	return tmp.Name(), nil
 }
 
-// markSeeded remembers, until the zone's next ensure, that the agent wrote
-// its file, so that the ensure records it as seeded and a delete cleans the
-// file up as it does for small seeds. Called under opMu.
-func (a *Agent) markSeeded(ref agent.ZoneRef) {
-	if a.seeded == nil {
-		a.seeded = map[agent.ZoneRef]bool{}
+// A seed the agent wrote is marked by a file beside it (seedMarker), on
+// the volume, until the zone's first successful ensure records the zone
+// as seeded: so a delete cleans the file up as it does for small seeds,
+// and a file named refused to load is removed rather than kept for ever
+// (it would be found again by every later ensure of that zone name,
+// whatever seed its next BindZone names). Called under opMu.
+
+func seedMarker(zoneFile string) string { return zoneFile + ".seeded" }
+
+func (a *Agent) markSeeded(ref agent.ZoneRef) error {
+	f, err := os.OpenFile(seedMarker(a.cfg.Paths.PrimaryZoneFile(ref.View, ref.Zone)), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
 	}
-	a.seeded[ref] = true
+	return f.Close()
 }
 
-// takeSeeded reports and forgets markSeeded's mark. Called under opMu.
+// takeSeeded reports whether a mark is there, and removes it.
 func (a *Agent) takeSeeded(ref agent.ZoneRef) bool {
-	if !a.seeded[ref] {
+	err := os.Remove(seedMarker(a.cfg.Paths.PrimaryZoneFile(ref.View, ref.Zone)))
+	return err == nil
+}
+
+// dropSeed removes a marked seed and its mark: named refused to load it,
+// or the zone was deleted before it was ever added. It reports whether it
+// did.
+func (a *Agent) dropSeed(ref agent.ZoneRef) bool {
+	if !a.takeSeeded(ref) {
 		return false
 	}
-	delete(a.seeded, ref)
+	path := a.cfg.Paths.PrimaryZoneFile(ref.View, ref.Zone)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		a.log.Warn("removing a seed named did not load", "view", ref.View, "zone", ref.Zone, "err", err.Error())
+		return false
+	}
+	a.log.Info("zone seed removed", "view", ref.View, "zone", ref.Zone)
 	return true
 }

@@ -134,6 +134,11 @@ func (a *Agent) apply(ctx context.Context, op ensureOp, seedWritten bool) (appli
 		return res, err
 	}
 	if !isCommandErr(err, "already exists") {
+		var ce *rndc.CommandError
+		if errors.As(err, &ce) && op.clause.Type == "primary" {
+			// The file named refused goes: the next seed is loaded.
+			a.dropSeed(op.ref)
+		}
 		return res, err
 	}
 	shown, err := a.api.command(ctx, "showzone "+target(op.ref))
@@ -214,7 +219,7 @@ func (a *Agent) record(ops []ensureOp, results []applied) error {
 			}
 			old, had := m[op.ref]
 			// A seed written by PathSeed (markSeeded) is the agent's file too.
-			seeded := a.takeSeeded(op.ref)
+			seeded := op.clause.Type == "primary" && a.takeSeeded(op.ref)
 			z := zoneState{View: op.ref.View, Zone: op.ref.Zone, Type: op.clause.Type, Seeded: old.Seeded || r.SeedWritten || seeded, Loaded: old.Loaded,
 				SigningSettled: r.signingSettled}
 			if r.Action == agent.ActionAdded && z.Type == "primary" {
@@ -248,6 +253,9 @@ func (a *Agent) deleteZone(ctx context.Context, ref agent.ZoneRef) (agent.Delete
 	if err != nil {
 		return res, err
 	}
+	// A seed written for a zone that was never added, or whose mark the
+	// ensure did not take: the agent's file all the same.
+	a.dropSeed(ref)
 	a.log.Info("zone "+string(res.Action), "view", ref.View, "zone", ref.Zone)
 	err = a.store.update(func(m map[agent.ZoneRef]zoneState) []agent.ZoneRef {
 		if _, had := m[ref]; !had {

@@ -83,3 +83,34 @@ func TestLargeZoneIsSeededFromItsFile(t *testing.T) {
 	g.Eventually(func() bool { _, err := os.Stat(path); return os.IsNotExist(err) }).
 		WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).Should(BeTrue(), "delete removes the file the agent wrote")
 }
+
+// TestSeedNamedRefusesIsRemoved: a seed that passes the agent's checks but
+// that named does not load (a CNAME beside other data) is removed when the
+// ensure fails, so the next BindZone of that name is not stuck with it;
+// a seed whose zone is deleted before it was ever added is removed too.
+func TestSeedNamedRefusesIsRemoved(t *testing.T) {
+	ctx := ctxT(t)
+	g := NewWithT(t)
+	e := startEnv(t, bindtest.Options{})
+	seed := func(zone, extra string) {
+		file := append(bigZone(zone, 5, 3), extra...)
+		res, err := e.client.Seed(ctx, agent.ZoneRef{Zone: zone}, validate.SeedDigest(file), int64(len(file)), bytes.NewReader(file))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.Written).To(BeTrue())
+	}
+	needed := func(zone string) bool {
+		n, err := e.client.SeedNeeded(ctx, agent.ZoneRef{Zone: zone})
+		g.Expect(err).NotTo(HaveOccurred())
+		return n
+	}
+
+	seed("refused.test", "h0 CNAME elsewhere.example.\n")
+	_, err := e.client.EnsureZone(ctx, e.primary("", "refused.test", ""))
+	g.Expect(err).To(MatchError(ContainSubstring("CNAME and other data")))
+	g.Expect(needed("refused.test")).To(BeTrue(), "the refused seed is gone")
+
+	seed("never.test", "")
+	_, err = e.client.DeleteZone(ctx, agent.ZoneRef{Zone: "never.test"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(needed("never.test")).To(BeTrue(), "a delete removes a seed whose zone was never added")
+}
