@@ -35,9 +35,7 @@ func (w *BindZoneWebhook) Default(_ context.Context, z *v1alpha1.BindZone) error
 	s.ZoneName = v1alpha1.DomainName(records.CanonicalZone(string(s.ZoneName)))
 	z.SetDefaults()
 	if soa := s.SOA; soa != nil {
-		// A seeded zone's file holds its own NS and glue, which named
-		// checks when it loads it; spec.records need not repeat them.
-		if soa.PrimaryNameServer != "" && s.SeedFrom == nil {
+		if soa.PrimaryNameServer != "" {
 			soa.PrimaryNameServer = v1alpha1.DomainName(records.CanonicalZone(string(soa.PrimaryNameServer)))
 		}
 		soa.ResponsiblePerson = v1alpha1.DomainName(records.CanonicalZone(string(soa.ResponsiblePerson)))

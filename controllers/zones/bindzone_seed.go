@@ -31,6 +31,9 @@ import (
 // the zone.
 const seedRecheck = 30 * time.Second
 
+// seedLoads bounds the seeds read and sent at once, by the whole manager.
+var seedLoads = make(chan struct{}, 1)
+
 // seed gives the primary the zone file of spec.seedFrom when it has none.
 func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget) error {
 	if zone.Spec.SeedFrom == nil {
@@ -54,6 +57,14 @@ func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZo
 	if !needed {
 		return nil
 	}
+	// One seed in memory at a time: a file is up to 14 MiB, and a primary
+	// that lost its volume needs every seeded zone again at once.
+	select {
+	case seedLoads <- struct{}{}:
+		defer func() { <-seedLoads }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	file, names, err := r.readSeed(ctx, zone, t.zoneName)
 	if err != nil {
 		return err
@@ -76,7 +87,8 @@ func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZo
 // they make: every ConfigMap exists, names this zone in its seed-for
 // annotation (the operator reads no other), holds the data key, and the
 // whole file has spec.seedFrom.sha256 and is a zone file of this zone.
-// Refusals name the ConfigMap; they never quote what it holds.
+// Refusals name the ConfigMap; only a line that does not parse is quoted,
+// as the parser reports it.
 func (r *BindZoneReconciler) readSeed(ctx context.Context, zone *bindv1alpha1.BindZone, zoneName string) ([]byte, []string, error) {
 	unusable := func(format string, args ...any) error {
 		return &problem{bindv1alpha1.ReasonSeedUnusable, fmt.Sprintf(format, args...), seedRecheck}
