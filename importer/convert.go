@@ -724,7 +724,7 @@ func (c *converter) zoneFile(z *v1.BindZone, o *Statement) bool {
 	for _, r := range data.Records {
 		h := r.RR.Header()
 		owner := dns.CanonicalName(h.Name)
-		typ := dns.TypeToString[h.Rrtype]
+		typ := dns.Type(h.Rrtype).String() // TYPEnnn for a type without a name
 		what := fmt.Sprintf("%s %s", owner, typ)
 		if !dns.IsSubDomain(apex, owner) {
 			c.res.Report.omit(r.Pos, what, "it lies outside the zone %s", origin)
@@ -799,4 +799,8 @@ func specBytes(spec v1.BindZoneSpec) int {
 }
 
 // dnssecTypes are made by a signer; a BindDNSSECPolicy signs anew.
-var dnssecTypes = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeNSEC3PARAM, dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY}
+var dnssecTypes = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeNSEC3PARAM, dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY, typeBINDSigning}
+
+// typeBINDSigning is the private type (sig-signing-type, 65534 by
+// default) in which BIND keeps the state of a zone's signing.
+const typeBINDSigning = 65534

@@ -117,7 +117,20 @@ func (c *converter) seedZone(z *v1.BindZone, o *Statement, soa *dns.SOA, kept []
 // YAML of the ConfigMap one double-quoted string, a YAML block scalar
 // cannot hold them), nothing at the end of the line.
 func seedLine(rr dns.RR) string {
-	return strings.TrimRight(strings.ReplaceAll(rr.Header().String(), "\t", " ")+Presentation(rr), " ")
+	return strings.TrimRight(strings.ReplaceAll(rr.Header().String(), "\t", " ")+seedRdata(rr), " ")
+}
+
+// seedRdata is rr's data as named reads it back. A type the library does
+// not know, and NULL (whose presentation is raw bytes), are written in the
+// generic form of RFC 3597 (\# length hex), which named reads for any type.
+func seedRdata(rr dns.RR) string {
+	switch rr := rr.(type) {
+	case *dns.RFC3597:
+		return fmt.Sprintf("\\# %d %s", len(rr.Rdata)/2, rr.Rdata)
+	case *dns.NULL:
+		return fmt.Sprintf("\\# %d %X", len(rr.Data), rr.Data)
+	}
+	return Presentation(rr)
 }
 
 func writeSeedLine(b *bytes.Buffer, rr dns.RR) {

@@ -44,6 +44,9 @@ h1 NSEC h2.big.example. TXT RRSIG NSEC
 h1 TXT "` + pad + `"
 hinfo 60 HINFO "PC" "Linux"
 hinfo 120 HINFO "Mac" "BSD"
+private 60 TYPE65280 \# 3 010203
+null 60 NULL \# 2 0A0B
+@ 0 TYPE65534 \# 5 0D30390001
 outside.example.net. A 192.0.2.9
 `,
 		"var/named/db.signed": `$TTL 60
@@ -113,14 +116,16 @@ func TestImportSeedsZonesTooLargeForAnObject(t *testing.T) {
 	g.Expect(validate.SeedDigest(file)).To(Equal(big.Spec.SeedFrom.SHA256))
 	st, err := validate.Seed("big.example", bytes.NewReader(file))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(st.Records).To(Equal(1+1+20001+2), "SOA, NS, the generated TXTs once each, both HINFOs")
+	g.Expect(st.Records).To(Equal(1+1+20001+2+2), "SOA, NS, the generated TXTs once each, both HINFOs, the unknown type and NULL")
 	g.Expect(st.Serial).To(Equal(uint32(2024010101)))
 	text := string(file)
 	g.Expect(text).To(HavePrefix("$ORIGIN big.example.\n$TTL 300\nbig.example. 300 IN SOA ns0.big.example. hostmaster.big.example. 2024010101 7200 900 1209600 300\nbig.example. 300 IN NS ns1.example.net.\nh1.big.example. 300 IN TXT"))
 	g.Expect(text).To(ContainSubstring("\nhinfo.big.example. 60 IN HINFO \"PC\" \"Linux\"\n"), "a type spec.records does not take")
 	g.Expect(text).To(ContainSubstring("\nhinfo.big.example. 120 IN HINFO \"Mac\" \"BSD\"\n"), "named keeps the first TTL, as the old server did")
+	g.Expect(text).To(ContainSubstring("\nprivate.big.example. 60 IN TYPE65280 \\# 3 010203\n"), "a type the library does not know, in RFC 3597's form")
+	g.Expect(text).To(ContainSubstring("\nnull.big.example. 60 IN NULL \\# 2 0A0B\n"))
 	g.Expect(text).NotTo(ContainSubstring("\t"))
-	for _, gone := range []string{" RRSIG ", " NSEC ", " DNSKEY ", "outside.example.net."} {
+	for _, gone := range []string{" RRSIG ", " NSEC ", " DNSKEY ", "outside.example.net.", "TYPE65534"} {
 		g.Expect(text).NotTo(ContainSubstring(gone))
 	}
 
@@ -153,9 +158,10 @@ func TestImportSeedsZonesTooLargeForAnObject(t *testing.T) {
 		"/var/named/db.big:4: omitted: big.example. DNSKEY: the signer's record, and the zone is imported unsigned (it names no dnssec-policy the import carries over)",
 		"/var/named/db.big:6: omitted: h1.big.example. RRSIG: the signer's record, and the zone is imported unsigned (it names no dnssec-policy the import carries over)",
 		"/var/named/db.big:7: omitted: h1.big.example. NSEC: the signer's record, and the zone is imported unsigned (it names no dnssec-policy the import carries over)",
-		"/var/named/db.big:11: omitted: outside.example.net. A: it lies outside the zone big.example",
+		"/var/named/db.big:14: omitted: outside.example.net. A: it lies outside the zone big.example",
+		"/var/named/db.big:13: omitted: big.example. TYPE65534: the signer's record, and the zone is imported unsigned (it names no dnssec-policy the import carries over)",
 		"/var/named/db.signed:4: replaced: signed.example. DNSKEY: the signer's record: the cluster signs the zone again with its BindDNSSECPolicy",
-		fmt.Sprintf("/etc/named.conf:3: converted: zone big.example: its 20002 record sets (%d bytes) are more than one BindZone holds (5000 sets, 524288 bytes): imported by seed, its 20005 records as a zone file in %d ConfigMaps big.example-seed-0 to %s (seeds.yaml), which the primary loads; spec.records is empty, and the operator leaves the file's records alone (move a set into spec.records or a DNSRecord to manage it)", sizeOf(lines, "zone big.example: its 20002 record sets ("), len(names), names[len(names)-1]),
+		fmt.Sprintf("/etc/named.conf:3: converted: zone big.example: its 20002 record sets (%d bytes) are more than one BindZone holds (5000 sets, 524288 bytes): imported by seed, its 20007 records as a zone file in %d ConfigMaps big.example-seed-0 to %s (seeds.yaml), which the primary loads; spec.records is empty, and the operator leaves the file's records alone (move a set into spec.records or a DNSRecord to manage it)", sizeOf(lines, "zone big.example: its 20002 record sets ("), len(names), names[len(names)-1]),
 	))
 	g.Expect(lines).To(ContainElement(HavePrefix("/etc/named.conf:4: converted: zone signed.example: its 3001 record sets (")))
 	for _, l := range lines {
@@ -260,7 +266,7 @@ func TestSeedConfigMapName(t *testing.T) {
 // without the zone's annotation, a ConfigMap no zone names.
 func TestValidateSeedsRefusesWhatWouldNotLoad(t *testing.T) {
 	g := NewWithT(t)
-	file := "$ORIGIN s.example.\ns.example. 60 IN SOA ns.example.net. h.example.net. 1 1 1 1 1\n"
+	file := "$ORIGIN s.example.\ns.example. 60 IN SOA ns.example.net. h.example.net. 1 1 1 1 1\ns.example. 60 IN NS ns.example.net.\n"
 	zone := func() *v1.BindZone {
 		z := &v1.BindZone{Spec: v1.BindZoneSpec{ZoneName: "s.example", Type: v1.ZonePrimary, SeedFrom: &v1.ZoneSeed{
 			ConfigMaps: []v1.LocalObjectReference{{Name: "s-seed-0"}}, SHA256: validate.SeedDigest([]byte(file)),
