@@ -66,6 +66,7 @@ properties:
   primaries: {type: array, items: {type: object, properties: {address: {type: string}, port: {type: integer}, keyRef: {type: object, properties: {name: {type: string}}}}}}
   dnssecPolicyRef: {type: object, properties: {name: {type: string}}}
   catalogZoneRef: {type: object, properties: {name: {type: string}}}
+  seedFrom: {type: object, properties: {configMaps: {type: array, items: {type: object, properties: {name: {type: string}}}}, sha256: {type: string}}}
 `)
 	rows, err := walk(s, reflect.TypeFor[bindv1alpha1.BindZoneSpec](), "spec", true)
 	if err != nil {
