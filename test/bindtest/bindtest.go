@@ -218,7 +218,11 @@ func indent(s string) string {
 // a CH TXT query and accepts TCP on controlAddr. A closed exited means named
 // died, which no amount of waiting fixes: the wait ends at once.
 func WaitReady(dnsAddr, controlAddr string, exited <-chan struct{}, timeout time.Duration) error {
-	c := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
+	// Over TCP: named rate-limits UDP answers of its built-in CHAOS view
+	// (3 per second, none slipped), so a named that takes a while to load
+	// (a zone of 100,000 records on a busy machine) found every later
+	// UDP probe dropped, however long the wait.
+	c := &dns.Client{Net: "tcp", Timeout: 200 * time.Millisecond}
 	m := new(dns.Msg)
 	m.SetQuestion("version.bind.", dns.TypeTXT)
 	m.Question[0].Qclass = dns.ClassCHAOS
