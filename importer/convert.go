@@ -73,6 +73,7 @@ type converter struct {
 	directory string                // options { directory }
 	options   *Statement
 	mode      v1.ClusterMode // the cluster's
+	recursion bool           // options { recursion }, named's default when unset
 	// policyZones are the response-policy zones by scope (a view's
 	// statement, nil for the options) and canonical name (policy.go).
 	policyZones map[*Statement]map[string]rpzZone
@@ -312,32 +313,24 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 		Spec:       v1.BindClusterSpec{Mode: v1.ModeAuthoritative},
 	}
 	c.names["BindCluster/"+c.opts.Cluster] = true
-	// A cluster is authoritative when it serves data of its own (primary
-	// or secondary zones); one with only Stub and Forward zones resolves.
-	hasZones := false
+	// The cluster recurses when named did anywhere: in its options
+	// (recursion is on by default) or in a view that turns it on. A server
+	// that also serves zones of its own, split-horizon with a recursive
+	// internal view as the common case, becomes a Resolver cluster that
+	// holds those zones: every view then says whether it recurses
+	// (view()), so the views that did not still do not.
+	viewRecurses := false
 	for _, s := range stmts {
-		zones := []*Statement{s}
-		var view *Statement
 		if s.Keyword() == "view" {
-			zones, view = s.Block, s
-		}
-		for _, z := range zones {
-			if z.Keyword() != "zone" {
-				continue
-			}
-			if _, policy := c.policyZone(view, z.Arg(0)); policy {
-				continue // a resolver's
-			}
-			if t := z.Find("type"); t != nil && slices.Contains([]string{"primary", "master", "secondary", "slave"}, strings.ToLower(t.Arg(0))) {
-				hasZones = true
+			if r := s.Find("recursion"); r != nil && yes(r.Arg(0)) {
+				viewRecurses = true
 			}
 		}
 	}
 	if c.options == nil {
-		if !hasZones {
-			bc.Spec.Mode = v1.ModeResolver
-			bc.Spec.Recursion = &v1.RecursionSpec{}
-		}
+		c.recursion = true
+		bc.Spec.Mode = v1.ModeResolver
+		bc.Spec.Recursion = &v1.RecursionSpec{}
 		return bc
 	}
 	recursion := true // named's default
@@ -395,20 +388,14 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 			bc.Spec.ExtraOptions = append(bc.Spec.ExtraOptions, what)
 		}
 	}
-	if recursion && !hasZones {
+	c.recursion = recursion
+	if recursion || viewRecurses {
 		bc.Spec.Mode = v1.ModeResolver
 		bc.Spec.Recursion = &rec
 		return bc
 	}
-	if recursion {
-		c.res.Report.omit(c.options.Pos, "recursion yes (named's default)", "a BindCluster is authoritative or a resolver, not both: this one serves zones and refuses recursion; run a Resolver BindCluster that forwards to it for recursive clients")
-	}
 	for _, o := range resolving {
-		if recursion {
-			c.res.Report.omit(o.Pos, o.Text(), "an authoritative cluster does not resolve (see recursion)")
-		} else {
-			c.res.Report.replace(o.Pos, o.Text(), "recursion is off: named does not use it")
-		}
+		c.res.Report.replace(o.Pos, o.Text(), "recursion is off: named does not use it")
 	}
 	return bc
 }
@@ -504,6 +491,26 @@ func (c *converter) view(s *Statement, order int32) {
 			c.res.Report.omit(o.Pos, what, "a view's %s has no counterpart in BindView", kw)
 		}
 	}
+	// A Resolver cluster's options recurse, so each of its views says
+	// whether it does, as the old server's did (its own statement, else
+	// the options'). What only a recursing view uses goes where it does
+	// not: named never read it.
+	recurses := false
+	if c.mode == v1.ModeResolver {
+		if v.Spec.Recursion == nil {
+			v.Spec.Recursion = ptr.To(c.recursion)
+		}
+		recurses = *v.Spec.Recursion
+	}
+	if recurses {
+		return
+	}
+	for _, kw := range []string{"allow-recursion", "forwarders"} {
+		if o := s.Find(kw); o != nil && (kw != "forwarders" || len(v.Spec.Forwarders) > 0) {
+			c.res.Report.replace(o.Pos, "view "+name+": "+o.Text(), "recursion is off in the view: named does not use it")
+		}
+	}
+	v.Spec.AllowRecursion, v.Spec.Forwarders = nil, nil
 }
 
 // zone converts one zone statement (in view viewObj, whose statement is
@@ -538,7 +545,7 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 	case "stub", "forward":
 		// named uses them only to resolve.
 		if c.mode != v1.ModeResolver {
-			c.res.Report.omit(s.Pos, what+" ("+typ+")", "named uses %s zones only when it recurses, and a BindCluster that serves zones of its own does not: put the zone on a Resolver BindCluster", typ)
+			c.res.Report.omit(s.Pos, what+" ("+typ+")", "named uses %s zones only when it recurses, and this server recursed nowhere (recursion no), so the zone was never used; turn recursion on where it should be, and the import makes a Resolver cluster that holds it", typ)
 			return
 		}
 		z.Spec.Type = v1.ZoneStub

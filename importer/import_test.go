@@ -521,3 +521,92 @@ zone "s.example" { type primary; file "db.s"; dnssec-policy "p"; };
 		NewWithT(t).Expect(res.Report.Findings).To(ContainElement(And(HaveField("Kind", Omitted), HaveField("Why", ContainSubstring(c.want+"; the cluster makes new keys, and the DS at the parent must change to them")))), c.desc)
 	}
 }
+
+// TestImportSplitHorizonWithRecursiveView: the common hybrid server (zones
+// of its own in every view, recursion and a forward zone in the internal
+// view only) becomes a Resolver cluster holding the zones, whose views
+// recurse exactly where the old server's did; nothing is lost.
+func TestImportSplitHorizonWithRecursiveView(t *testing.T) {
+	g := NewWithT(t)
+	res := importTree(t, map[string]string{
+		"named.conf": `options { recursion no; dnssec-validation no; allow-recursion { 10.0.0.0/8; }; };
+view "internal" {
+	match-clients { 10.0.0.0/8; };
+	recursion yes;
+	zone "example.com" { type primary; file "db"; };
+	zone "corp.example" { type forward; forward only; forwarders { 10.1.1.1 port 5353; }; };
+};
+view "external" {
+	match-clients { any; };
+	allow-recursion { any; };
+	forwarders { 192.0.2.1; };
+	zone "example.com" { type primary; file "db"; };
+};
+`,
+		"db": "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
+	})
+	g.Expect(Validate(res.Objects)).To(BeEmpty())
+	c := byName[*v1.BindCluster](res.Objects, "c")
+	g.Expect(c.Spec.Mode).To(Equal(v1.ModeResolver), "a view recursed")
+	g.Expect(c.Spec.Recursion.AllowRecursion).To(Equal([]v1.AddressMatchElement{{Address: "10.0.0.0/8"}}))
+	g.Expect(c.Spec.Recursion.DNSSECValidation).To(Equal(v1.DNSSECValidationNo))
+	g.Expect(byName[*v1.BindView](res.Objects, "internal").Spec.Recursion).To(Equal(ptr.To(true)))
+	ext := byName[*v1.BindView](res.Objects, "external")
+	g.Expect(ext.Spec.Recursion).To(Equal(ptr.To(false)), "named's options said no, and the cluster's options recurse")
+	g.Expect(ext.Spec.AllowRecursion).To(BeEmpty())
+	fwd := byName[*v1.BindZone](res.Objects, "corp.example")
+	g.Expect(fwd.Spec.Type).To(Equal(v1.ZoneForward))
+	g.Expect(fwd.Spec.ViewRef).To(Equal(&v1.LocalObjectReference{Name: "internal"}))
+	g.Expect(fwd.Spec.Forwarders).To(Equal([]v1.Forwarder{{Address: "10.1.1.1", Port: ptr.To[int32](5353)}}))
+	var lines []string
+	for _, f := range res.Report.Findings {
+		lines = append(lines, f.String())
+	}
+	g.Expect(lines).To(ConsistOf(
+		HavePrefix("named.conf:10: replaced: view external: allow-recursion { any; };: recursion is off in the view"),
+		HavePrefix("named.conf:11: replaced: view external: forwarders { 192.0.2.1; };: recursion is off in the view"),
+	))
+	g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
+}
+
+// TestImportAuthoritativeViewForwarders: on a server that never recurses,
+// a view's forwarders are unused, and reported so rather than refused.
+func TestImportAuthoritativeViewForwarders(t *testing.T) {
+	g := NewWithT(t)
+	res := importTree(t, map[string]string{
+		"named.conf": `options { recursion no; };
+view "v" { forwarders { 192.0.2.1; }; zone "a.example" { type primary; file "db"; }; };
+`,
+		"db": "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
+	})
+	g.Expect(Validate(res.Objects)).To(BeEmpty())
+	g.Expect(byName[*v1.BindCluster](res.Objects, "c").Spec.Mode).To(Equal(v1.ModeAuthoritative))
+	g.Expect(byName[*v1.BindView](res.Objects, "v").Spec.Forwarders).To(BeEmpty())
+	g.Expect(res.Report.Findings).To(HaveLen(1))
+	g.Expect(res.Report.Findings[0].String()).To(HavePrefix("named.conf:2: replaced: view v: forwarders { 192.0.2.1; };: recursion is off in the view"))
+}
+
+// TestImportDefaultRecursion: named recurses unless told not to (for
+// localnets and localhost), so a server with zones of its own and no
+// recursion statement is imported as the Resolver it was, not silently
+// made authoritative.
+func TestImportDefaultRecursion(t *testing.T) {
+	for name, conf := range map[string]string{
+		"options without recursion": "options { querylog no; };\n",
+		"no options":                "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			res := importTree(t, map[string]string{
+				"named.conf": conf + `zone "a.example" { type primary; file "db"; };` + "\n",
+				"db":         "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n",
+			})
+			g.Expect(Validate(res.Objects)).To(BeEmpty())
+			c := byName[*v1.BindCluster](res.Objects, "c")
+			g.Expect(c.Spec.Mode).To(Equal(v1.ModeResolver))
+			g.Expect(c.Spec.Recursion.AllowRecursion).To(BeEmpty(), "named's default (localnets; localhost) is the cluster's")
+			g.Expect(byName[*v1.BindZone](res.Objects, "a.example").Spec.Type).To(Equal(v1.ZonePrimary))
+			g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
+		})
+	}
+}

@@ -92,7 +92,7 @@ func legacyFiles(port, control int, upstream netip.AddrPort, keys map[string]tsi
 include "etc/bind/keys.conf";
 include "etc/bind/named.conf.options";
 
-controls { inet 127.0.0.1 port %d allow { 127.0.0.1; } keys { "rndc-key"; }; };
+controls { inet 127.0.0.1 port %[1]d allow { 127.0.0.1; } keys { "rndc-key"; }; };
 logging { channel to_stderr { stderr; severity info; }; category default { to_stderr; }; };
 
 acl "transfers" { key "xfer-key"; };
@@ -106,6 +106,11 @@ dnssec-policy "legacy-signing" {
 
 view "internal" {
 	match-clients { key "internal-view"; };
+	// The hybrid server's recursive side: its internal clients resolve
+	// the partner's corporate names through it.
+	recursion yes;
+	allow-recursion { key "internal-view"; };
+	zone "corp.example" { type forward; forward only; forwarders { %[2]s port %[3]d; }; };
 	zone "example.com" {
 		type primary;
 		file "var/cache/bind/db.example.com.internal";
@@ -127,7 +132,7 @@ view "external" {
 	zone "large.example" { type primary; file "var/cache/bind/db.large.example"; };
 	zone "partner.example" {
 		type secondary;
-		primaries { %s port %d key "xfer-key"; };
+		primaries { %[2]s port %[3]d key "xfer-key"; };
 		file "var/cache/bind/partner.example.db";
 	};
 };
@@ -185,9 +190,10 @@ func largeZone() string {
 // named on the node runs as the user's existing server (two views chosen
 // by key, ACLs, keyed transfers and updates, $INCLUDE, $ORIGIN,
 // $GENERATE, a zone it signs with its dnssec-policy, a zone of 100,000
-// records, a secondary zone of another named on the node's address); the
-// checkout's binary's
-// `import` reads its files and reports the import whole; the Secrets and
+// records, a secondary zone of another named on the node's address, and
+// an internal view that recurses with a forward zone to that named); the
+// checkout's binary's `import` reads its files and reports the import
+// whole (a Resolver cluster, since a view recursed); the Secrets and
 // then the objects pass `kubectl apply --dry-run=server` through the real
 // webhooks and are applied; and for every zone of every view, an AXFR from
 // the old server and one from every pod of the new cluster hold the same
@@ -229,9 +235,10 @@ func TestImportExistingServer(t *testing.T) {
 	// run of the objects through every webhook, and the objects.
 	objects, err := os.ReadFile(filepath.Join(out, "objects.yaml"))
 	testkit.Must(t, err)
-	edited := strings.Replace(string(objects), "\n  mode: Authoritative\n", "\n  mode: Authoritative\n  replicas: 2\n", 1)
+	// A Resolver: the internal view recursed.
+	edited := strings.Replace(string(objects), "\n  mode: Resolver\n", "\n  mode: Resolver\n  replicas: 2\n", 1)
 	if edited == string(objects) {
-		t.Fatalf("objects.yaml has no Authoritative BindCluster:\n%s", objects)
+		t.Fatalf("objects.yaml has no Resolver BindCluster:\n%s", objects)
 	}
 	testkit.Must(t, os.WriteFile(filepath.Join(out, "objects.yaml"), []byte(edited), 0o644))
 	_, err = env.Kubectl(ctx, "", "apply", "--server-side", "-f", filepath.Join(out, "secrets.yaml"))
@@ -295,19 +302,29 @@ func TestImportExistingServer(t *testing.T) {
 		name  string
 		qtype uint16
 		key   *tsigKey
+		// has is in the old server's answer, where it matters that the
+		// answer is not the same failure from both.
+		has string
 	}{
-		{"www.example.com.", dns.TypeA, nil},
-		{"www.example.com.", dns.TypeA, &internalKey},
-		{"intranet.example.com.", dns.TypeA, &internalKey},
-		{"intranet.example.com.", dns.TypeA, nil},
-		{"x.apps.example.com.", dns.TypeA, nil},
-		{"host42.gen.example.", dns.TypeA, nil},
-		{"txt.example.com.", dns.TypeTXT, nil},
-		{"www.signed.example.", dns.TypeA, nil},
-		{"host99996.large.example.", dns.TypeA, nil},
-		{"alias99995.large.example.", dns.TypeA, nil},
+		{"www.example.com.", dns.TypeA, nil, ""},
+		{"www.example.com.", dns.TypeA, &internalKey, ""},
+		{"intranet.example.com.", dns.TypeA, &internalKey, ""},
+		{"intranet.example.com.", dns.TypeA, nil, ""},
+		{"x.apps.example.com.", dns.TypeA, nil, ""},
+		{"host42.gen.example.", dns.TypeA, nil, ""},
+		{"txt.example.com.", dns.TypeTXT, nil, ""},
+		{"www.signed.example.", dns.TypeA, nil, ""},
+		{"host99996.large.example.", dns.TypeA, nil, ""},
+		{"alias99995.large.example.", dns.TypeA, nil, ""},
+		// The internal view's forward zone, through the upstream server;
+		// the external view does not recurse.
+		{"shop.corp.example.", dns.TypeA, &internalKey, "NOERROR shop.corp.example.\t0\tin\ta\t192.0.2.56"},
+		{"shop.corp.example.", dns.TypeA, nil, "REFUSED"},
 	} {
 		want := viewAnswer(t, old, q.name, q.qtype, q.key)
+		if !strings.Contains(want, q.has) {
+			t.Fatalf("%s %s (signed: %t) from the old server: %s, want it to hold %q", q.name, dns.TypeToString[q.qtype], q.key != nil, want, q.has)
+		}
 		for i, ip := range ips {
 			if got := viewAnswer(t, ip, q.name, q.qtype, q.key); got != want {
 				t.Errorf("%s %s (signed: %t) from legacy-%d: %s, the old server: %s", q.name, dns.TypeToString[q.qtype], q.key != nil, i, got, want)
@@ -384,8 +401,18 @@ options {
 	allow-transfer { key %q; };
 };
 zone "partner.example" { type primary; file "db.partner.example"; };
+zone "corp.example" { type primary; file "db.corp.example"; };
 `, strings.TrimSuffix(key.Name, "."), strings.TrimSuffix(key.Algorithm, "."), key.Secret, control, strings.TrimSuffix(key.Name, "."),
 			port, localcluster.NodeIP, strings.TrimSuffix(key.Name, ".")),
+		// What the legacy server's internal view forwards to: TTL 0, so
+		// every answer is fresh and the same from the old server and the
+		// pods, whenever each is asked.
+		"db.corp.example": `$TTL 0
+@	IN SOA ns.corp.example. hostmaster.corp.example. 1 3600 600 1209600 0
+	IN NS ns.corp.example.
+ns	IN A 192.0.2.55
+shop	IN A 192.0.2.56
+`,
 		"db.partner.example": `$TTL 1800
 @	IN SOA ns.partner.example. hostmaster.partner.example. 42 3600 600 1209600 300
 	IN NS ns.partner.example.
