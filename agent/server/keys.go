@@ -92,7 +92,7 @@ func (a *Agent) restoreKeys(ctx context.Context, keys agent.ZoneKeys) (agent.Key
 // writeKeyFile creates one key file (never over an existing one) with
 // named's modes: a private key readable by the volume's group only.
 func writeKeyFile(path string, f agent.KeyFile) error {
-	tmp, err := stageFile(path, f.Data)
+	tmp, err := stageFile(path, strings.NewReader(f.Data))
 	if err != nil {
 		return fmt.Errorf("key file %s: %w", validate.KeyFileLabel(f), err)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	"git.unkin.net/unkin/bind-operator/agent/validate"
@@ -80,45 +79,40 @@ func (a *Agent) handleSeed(w http.ResponseWriter, r *http.Request) error {
 }
 
 // stageSeed streams the request body, at most agent.MaxSeedFileBytes,
-// into a staged file beside path and checks its digest. It returns the
-// staged file's name; the caller removes it.
+// into a staged file beside path (stageFile), checks its digest and
+// flushes it to the volume, since it is linked into place once and never
+// written again. It returns the staged file's name; the caller removes it.
 func (a *Agent) stageSeed(w http.ResponseWriter, r *http.Request, path, want string) (string, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(dir, ".stage-seed-*")
-	if err != nil {
-		return "", err
-	}
-	fail := func(err error) (string, error) {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return "", err
-	}
 	h := sha256.New()
-	body := http.MaxBytesReader(w, r.Body, agent.MaxSeedFileBytes)
-	if _, err := io.Copy(io.MultiWriter(tmp, h), body); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return fail(&httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("zone file larger than %d bytes", agent.MaxSeedFileBytes)})
-		}
-		return fail(fmt.Errorf("seed: reading the request: %w", err))
+	tmp, err := stageFile(path, io.TeeReader(http.MaxBytesReader(w, r.Body, agent.MaxSeedFileBytes), h))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return "", &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("zone file larger than %d bytes", agent.MaxSeedFileBytes)}
+	case err != nil:
+		return "", fmt.Errorf("seed: %w", err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return fail(&validate.Error{Field: "sha256", Reason: fmt.Sprintf("the zone file's SHA-256 is %s, not %s: it changed or was cut on the way", got, want)})
+		_ = os.Remove(tmp)
+		return "", &validate.Error{Field: "sha256", Reason: fmt.Sprintf("the zone file's SHA-256 is %s, not %s: it changed or was cut on the way", got, want)}
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
+	if err := syncFile(tmp); err != nil {
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("seed: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
+	return tmp, nil
+}
+
+func syncFile(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
 	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return "", err
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return tmp.Name(), nil
+	return err
 }
 
 // A seed the agent wrote is marked by a file beside it (seedMarker), on

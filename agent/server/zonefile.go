@@ -3,15 +3,17 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// stageFile writes content to a temporary file in path's directory (made
-// if missing) and returns its name; the caller links or renames it into
-// place and removes the name afterwards. The file is readable by named,
-// which may run as another user sharing the volume's group.
-func stageFile(path, content string) (string, error) {
+// stageFile writes what src holds to a temporary file in path's directory
+// (made if missing) and returns its name; the caller links or renames it
+// into place and removes the name afterwards. The file is readable by
+// named, which may run as another user sharing the volume's group.
+func stageFile(path string, src io.Reader) (string, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -20,7 +22,7 @@ func stageFile(path, content string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = tmp.WriteString(content)
+	_, err = io.Copy(tmp, src)
 	if err == nil {
 		err = tmp.Chmod(0o644)
 	}
@@ -42,7 +44,7 @@ func writeIfMissing(path, content string) (bool, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return false, nil
 	}
-	tmp, err := stageFile(path, content)
+	tmp, err := stageFile(path, strings.NewReader(content))
 	if err != nil {
 		return false, fmt.Errorf("seed: %w", err)
 	}
@@ -59,7 +61,7 @@ func writeIfMissing(path, content string) (bool, error) {
 // replaceFile writes content to path atomically (staged, then renamed): a
 // reader such as named sees the old file or the new one, never a part.
 func replaceFile(path, content string) error {
-	tmp, err := stageFile(path, content)
+	tmp, err := stageFile(path, strings.NewReader(content))
 	if err != nil {
 		return fmt.Errorf("zone file: %w", err)
 	}

@@ -70,11 +70,7 @@ func (r *BindZoneReconciler) untouchedSinceCheck(ctx context.Context, zone *bind
 		return false
 	}
 	from := v.(uint32)
-	key := t.xfrKey
-	if key == nil {
-		k := t.srv.Key
-		key = &k
-	}
+	key := t.transferKey()
 	serial, err := clusterpods.SOASerial(ctx, t.srv.Addr, key, t.zoneName)
 	if err != nil {
 		return false
@@ -270,11 +266,7 @@ const driftCheckDeadline = 2 * time.Minute
 // manage). The transfer is untrusted input: records outside the zone or
 // that do not canonicalise are skipped.
 func (r *BindZoneReconciler) served(ctx context.Context, t *zoneTarget, keep func(setKey) bool) (map[setKey]servedSet, uint32, error) {
-	key := t.xfrKey
-	if key == nil {
-		k := t.srv.Key
-		key = &k
-	}
+	key := t.transferKey()
 	c, err := dnsclient.New(t.srv.Addr, key, dnsclient.Options{Timeout: 30 * time.Second})
 	if err != nil {
 		return nil, 0, err

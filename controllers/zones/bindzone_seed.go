@@ -65,7 +65,7 @@ func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZo
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	file, names, err := r.readSeed(ctx, zone, t.zoneName)
+	file, names, err := r.readSeed(ctx, zone)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZo
 	if err != nil {
 		var ae *agent.Error
 		if errors.As(err, &ae) && ae.Invalid() {
-			return &problem{bindv1alpha1.ReasonSeedUnusable, fmt.Sprintf("the agent of the primary %s refused the zone file of spec.seedFrom: %s", prim.Pod, ae.Message), seedRecheck}
+			return &problem{bindv1alpha1.ReasonSeedUnusable, fmt.Sprintf("the zone file of spec.seedFrom (ConfigMaps %v) is not one named loads as zone %s, says the agent of the primary %s: %s", names, t.zoneName, prim.Pod, ae.Message), seedRecheck}
 		}
 		return agentProblem(prim.Pod, err)
 	}
@@ -86,10 +86,10 @@ func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZo
 // readSeed reads spec.seedFrom's ConfigMaps in order and checks the file
 // they make: every ConfigMap exists, names this zone in its seed-for
 // annotation (the operator reads no other), holds the data key, and the
-// whole file has spec.seedFrom.sha256 and is a zone file of this zone.
-// Refusals name the ConfigMap; only a line that does not parse is quoted,
-// as the parser reports it.
-func (r *BindZoneReconciler) readSeed(ctx context.Context, zone *bindv1alpha1.BindZone, zoneName string) ([]byte, []string, error) {
+// whole file has spec.seedFrom.sha256. Refusals name the ConfigMap.
+// Whether the file is a zone file of this zone is the agent's to check
+// (validate.Seed), once, where it is written.
+func (r *BindZoneReconciler) readSeed(ctx context.Context, zone *bindv1alpha1.BindZone) ([]byte, []string, error) {
 	unusable := func(format string, args ...any) error {
 		return &problem{bindv1alpha1.ReasonSeedUnusable, fmt.Sprintf(format, args...), seedRecheck}
 	}
@@ -120,9 +120,6 @@ func (r *BindZoneReconciler) readSeed(ctx context.Context, zone *bindv1alpha1.Bi
 	}
 	if got := validate.SeedDigest(file.Bytes()); got != zone.Spec.SeedFrom.SHA256 {
 		return nil, nil, unusable("the zone file of spec.seedFrom (ConfigMaps %v) has SHA-256 %s, not spec.seedFrom.sha256 %s: a part changed, is missing or is out of order; restore the parts or create a new BindZone for the new file", names, got, zone.Spec.SeedFrom.SHA256)
-	}
-	if _, err := validate.Seed(zoneName, bytes.NewReader(file.Bytes())); err != nil {
-		return nil, nil, unusable("the zone file of spec.seedFrom (ConfigMaps %v) is not one named loads as zone %s: %s", names, zoneName, agent.Bound(err.Error()))
 	}
 	return file.Bytes(), names, nil
 }

@@ -31,6 +31,16 @@ type zoneTarget struct {
 	readKey   *dnsclient.Key            // signs serial queries: the view's key, nil outside views
 }
 
+// transferKey signs what reads the whole zone or its serial from the
+// primary: the zone's transfer key, else the key its UPDATEs use.
+func (t *zoneTarget) transferKey() *dnsclient.Key {
+	if t.xfrKey != nil {
+		return t.xfrKey
+	}
+	k := t.srv.Key
+	return &k
+}
+
 // clause renders the zone's runtime clause for a pod (its own paths when
 // the seam gives some).
 func (t *zoneTarget) clause(p *clusterpods.PodEndpoint, role render.ZoneRole, notify []string) (string, error) {
