@@ -630,7 +630,18 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 				c.res.Report.omit(o.Pos, ow, "only one key may update a zone (spec.updateKeyRef); updates by address are not accepted")
 			}
 		case "also-notify":
-			c.res.Report.omit(o.Pos, ow, "the operator does not notify servers outside the cluster yet; they still transfer when the SOA refresh says")
+			l, why := c.remoteServers(o)
+			switch {
+			case z.Spec.Type != v1.ZonePrimary:
+				c.res.Report.omit(o.Pos, ow, "only a Primary zone notifies servers outside the cluster (spec.externalSecondaries); a secondary copy is notified by its own primaries")
+			case why != "":
+				c.res.Report.omit(o.Pos, ow, "%s", why)
+			case len(l) > 16:
+				c.res.Report.omit(o.Pos, ow, "%d servers: spec.externalSecondaries holds 16", len(l))
+			default:
+				z.Spec.ExternalSecondaries = l
+				c.res.Report.converted(o.Pos, ow, "spec.externalSecondaries: each is notified, and may transfer the zone (with its key when it has one, else from its address)")
+			}
 		default:
 			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(o.Pos, ow, "%s", why)

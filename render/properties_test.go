@@ -408,10 +408,17 @@ func TestZoneClause(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(cl, `also-notify { 198.18.7.11 key "transfer.dns."; 198.18.7.12 key "transfer.dns."; };`) {
+		notify, xfr := `also-notify { 198.18.7.11 key "transfer.dns."; 198.18.7.12 key "transfer.dns."; };`, `allow-transfer { key "transfer.dns."; };`
+		if len(z.Spec.ExternalSecondaries) > 0 {
+			// The external secondaries: notified with their key, or not;
+			// allowed by their key only, or by their address.
+			notify = `also-notify { 192.0.2.80 port 5353 key "partner-xfr"; 198.18.7.11 key "transfer.dns."; 198.18.7.12 key "transfer.dns."; 2001:db8::80; };`
+			xfr = `allow-transfer { key "transfer.dns."; key "partner-xfr"; 2001:db8::80; };`
+		}
+		if !strings.Contains(cl, notify) {
 			t.Errorf("also-notify not keyed, sorted and deduplicated: %s", cl)
 		}
-		if !strings.Contains(cl, `allow-transfer { key "transfer.dns."; };`) {
+		if !strings.Contains(cl, xfr) {
 			t.Errorf("member zone does not allow the transfer key: %s", cl)
 		}
 		prim.WriteString("zone \"" + name + "\" " + cl + "\n")

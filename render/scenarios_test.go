@@ -86,6 +86,11 @@ func scenarioAuthoritative() Input {
 	z1.Spec.UpdateKeyRef = ref("external-dns")
 	z2 := primaryZone("example-org", "example.org.")
 	z2.Spec.CatalogZoneRef = ref("catalog")
+	// A hidden primary for two servers outside: one keyed, one by address.
+	z2.Spec.ExternalSecondaries = []bindv1alpha1.RemoteServer{
+		{Address: "192.0.2.80", Port: ptr.To(int32(5353)), KeyRef: ref("partner")},
+		{Address: "2001:db8::80"},
+	}
 	sec := bindv1alpha1.BindZone{ObjectMeta: meta("partner"), Spec: bindv1alpha1.BindZoneSpec{
 		ZoneName: "partner.example", Type: bindv1alpha1.ZoneSecondary,
 		Primaries: []bindv1alpha1.RemoteServer{

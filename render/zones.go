@@ -205,9 +205,27 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 			return "", err
 		}
 		xfr = append(xfr, user...)
-		add("allow-transfer { %s; };", joinOrNone(xfr))
-		if len(alsoNotify) > 0 {
-			ips := make([]string, 0, len(alsoNotify))
+		// An external secondary transfers with its key when it has one
+		// (then only with it), else from its address.
+		var external []string
+		for i, es := range zone.Spec.ExternalSecondaries {
+			at := fmt.Sprintf("%s spec.externalSecondaries[%d]", what, i)
+			srv, err := m.remoteServer(at, es)
+			if err != nil {
+				return "", err
+			}
+			external = append(external, srv)
+			if es.KeyRef != nil {
+				k, _ := m.keyRef(at, es.KeyRef.Name) // remoteServer checked it
+				xfr = append(xfr, `key "`+k+`"`)
+			} else {
+				a, _ := checkIP(at+" address", es.Address)
+				xfr = append(xfr, a)
+			}
+		}
+		add("allow-transfer { %s; };", joinOrNone(slices.Compact(xfr)))
+		if len(alsoNotify)+len(external) > 0 {
+			ips := make([]string, 0, len(alsoNotify)+len(external))
 			for _, ip := range alsoNotify {
 				a, err := m.notifyTarget(what+" also-notify address", ip)
 				if err != nil {
@@ -218,6 +236,7 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 				}
 				ips = append(ips, a)
 			}
+			ips = append(ips, external...)
 			slices.Sort(ips)
 			ips = slices.Compact(ips)
 			add("also-notify { %s; };", strings.Join(ips, "; "))

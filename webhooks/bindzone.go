@@ -47,6 +47,7 @@ func (w *BindZoneWebhook) Default(_ context.Context, z *v1alpha1.BindZone) error
 	defaultAddressList(s.AllowQuery)
 	defaultForwarders(s.Forwarders)
 	defaultRemoteServers(s.Primaries)
+	defaultRemoteServers(s.ExternalSecondaries)
 	return nil
 }
 
@@ -102,6 +103,7 @@ func ValidateBindZoneSpec(s *v1alpha1.BindZoneSpec, fldPath *field.Path) field.E
 	errs = append(errs, ValidateServers(s.Forwarders, fldPath.Child("forwarders"))...)
 	errs = append(errs, ValidateForwarderTargets(s.Forwarders, s.ClusterRef.Name, fldPath.Child("forwarders"))...)
 	errs = append(errs, ValidateServers(s.Primaries, fldPath.Child("primaries"))...)
+	errs = append(errs, ValidateServers(s.ExternalSecondaries, fldPath.Child("externalSecondaries"))...)
 	if a := s.AllowedRecords; a != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(&a.Namespaces, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("allowedRecords", "namespaces"))...)
 	}
@@ -156,6 +158,7 @@ func (w *BindZoneWebhook) validateReferences(ctx context.Context, z *v1alpha1.Bi
 	f.addressListRefs(ctx, "spec.allowTransfer", z.Spec.AllowTransfer, warns)
 	f.addressListRefs(ctx, "spec.allowQuery", z.Spec.AllowQuery, warns)
 	f.remoteServerRefs(ctx, "spec.primaries", z.Spec.Primaries, warns)
+	f.remoteServerRefs(ctx, "spec.externalSecondaries", z.Spec.ExternalSecondaries, warns)
 	for i, fw := range z.Spec.Forwarders {
 		if fw.ClusterRef != nil {
 			f.expect(ctx, fmt.Sprintf("spec.forwarders[%d].clusterRef", i), "BindCluster", fw.ClusterRef.Name, &v1alpha1.BindCluster{}, warns)

@@ -40,6 +40,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type != 'Forward' || !has(self.allowTransfer)",message="allowTransfer does not apply to Forward zones, which hold no data."
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.defaultTTL)",message="defaultTTL only applies to Primary zones."
 // +kubebuilder:validation:XValidation:rule="self.type != 'Primary' || self.zoneName != '.'",message="the root zone cannot be a Primary zone here; use a Forward zone for \".\" or name a real zone.",fieldPath=".zoneName"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.externalSecondaries)",message="externalSecondaries only apply to Primary zones: a Secondary zone's own primaries notify its other secondaries.",fieldPath=".externalSecondaries"
 // +kubebuilder:validation:XValidation:rule="self.type == 'Primary' || !has(self.seedFrom)",message="seedFrom only applies to Primary zones; Secondary zones transfer their data from their primaries.",fieldPath=".seedFrom"
 // +kubebuilder:validation:XValidation:rule="has(self.seedFrom) == has(oldSelf.seedFrom)",message="seedFrom can only be set when the zone is created; create a new BindZone to load another zone file.",fieldPath=".seedFrom"
 type BindZoneSpec struct {
@@ -134,6 +135,17 @@ type BindZoneSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	Primaries []RemoteServer `json:"primaries,omitempty"`
+
+	// externalSecondaries of a Primary zone: servers outside the cluster
+	// that transfer the zone (a hidden primary). Each gets a NOTIFY when the
+	// zone changes (also-notify, signed with its key) and may transfer the
+	// zone: with its key when keyRef is set (then only with the key), else
+	// from its address. status.externalSecondaries says whether each serves
+	// the primary's serial.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	ExternalSecondaries []RemoteServer `json:"externalSecondaries,omitempty"`
 
 	// dnssecPolicyRef names a BindDNSSECPolicy that signs the zone.
 	// +optional
@@ -234,6 +246,25 @@ type SecondaryZoneStatus struct {
 	InSync bool `json:"inSync"`
 }
 
+// ExternalSecondaryStatus is what one external secondary serves.
+type ExternalSecondaryStatus struct {
+	// server is the secondary's address and port ("192.0.2.1:53").
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Server string `json:"server"`
+	// serial the secondary serves, when it answered.
+	// +optional
+	Serial *int64 `json:"serial,omitempty"`
+	// inSync is true when the secondary serves the primary's serial.
+	// +required
+	InSync bool `json:"inSync"`
+	// message says why the secondary is not in sync, in the words of its
+	// answer (or of its silence).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
 // AllowedRecords says which DNSRecords of other namespaces a zone admits.
 // The zone's own namespace is never limited by it.
 type AllowedRecords struct {
@@ -285,6 +316,14 @@ type BindZoneStatus struct {
 	// +listMapKey=pod
 	// +kubebuilder:validation:MaxItems=16
 	Secondaries []SecondaryZoneStatus `json:"secondaries,omitempty"`
+
+	// externalSecondaries report, per spec.externalSecondaries entry,
+	// whether it serves the primary's serial.
+	// +optional
+	// +listType=map
+	// +listMapKey=server
+	// +kubebuilder:validation:MaxItems=16
+	ExternalSecondaries []ExternalSecondaryStatus `json:"externalSecondaries,omitempty"`
 
 	// managedRecords are the record sets of spec.records this zone last
 	// wrote, each with a digest of the data written (never the data). A set

@@ -101,6 +101,10 @@ const (
 	// ReasonReplicating: the primary serves the zone; some secondaries do
 	// not serve its serial yet.
 	ReasonReplicating = "Replicating"
+	// ReasonExternalSecondaryFailing: a server of spec.externalSecondaries
+	// does not serve the zone (it refuses, does not answer, or has not
+	// transferred it); the cluster serves it.
+	ReasonExternalSecondaryFailing = "ExternalSecondaryFailing"
 	// ReasonTransferred: a Secondary zone is served by every pod, each
 	// having transferred it from spec.primaries.
 	ReasonTransferred = "Transferred"

@@ -274,6 +274,7 @@ func collectRefs(in *render.Input, acls []bindv1alpha1.BindACL) refSet {
 		addList(z.Spec.AllowQuery)
 		addKey(z.Spec.UpdateKeyRef)
 		addServers(z.Spec.Primaries)
+		addServers(z.Spec.ExternalSecondaries)
 		if z.Spec.DNSSECPolicyRef != nil {
 			r.dnssec[z.Spec.DNSSECPolicyRef.Name] = true
 		}

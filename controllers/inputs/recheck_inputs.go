@@ -137,7 +137,7 @@ func (o *leftOut) cascade(in *render.Input, acls *[]bindv1alpha1.BindACL, only *
 	in.Zones = slices.DeleteFunc(in.Zones, func(z bindv1alpha1.BindZone) bool {
 		s := &z.Spec
 		why := firstOf(o.views[refName(s.ViewRef)], o.keys[refName(s.UpdateKeyRef)], o.inList(s.AllowTransfer), o.inList(s.AllowQuery),
-			o.inServers(s.Primaries), o.dnssec[refName(s.DNSSECPolicyRef)], o.catalogs[refName(s.CatalogZoneRef)])
+			o.inServers(s.Primaries), o.inServers(s.ExternalSecondaries), o.dnssec[refName(s.DNSSECPolicyRef)], o.catalogs[refName(s.CatalogZoneRef)])
 		if why != "" {
 			o.zones[z.Name] = why
 		}

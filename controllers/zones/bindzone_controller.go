@@ -233,7 +233,17 @@ func (r *BindZoneReconciler) settle(ctx context.Context, zone *bindv1alpha1.Bind
 			fmt.Sprintf("%d record set(s) of spec.records were not applied; first %s %s: %s %s (the others are served)", len(status.RejectedRecords), first.Name, first.Type, first.Rcode, first.Message))
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	if !inSync {
+	failing, behind := r.observeExternal(ctx, zone, status, t.zoneName)
+	if len(failing) > 0 {
+		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonExternalSecondaryFailing,
+			fmt.Sprintf("the cluster serves serial %d; external secondaries that do not serve the zone: %s", ptr.Deref(status.Serial, 0), externalSummary(failing)))
+		return ctrl.Result{RequeueAfter: externalRecheck}, nil
+	}
+	if !inSync || len(behind) > 0 {
+		if len(behind) > 0 && inSync {
+			setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; external secondaries behind it: %s", ptr.Deref(status.Serial, 0), externalSummary(behind)))
+			return ctrl.Result{RequeueAfter: replicatingRecheck}, nil
+		}
 		r.renotify(ctx, zone, t, status)
 		setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; some secondaries do not serve it yet", ptr.Deref(status.Serial, 0)))
 		return ctrl.Result{RequeueAfter: replicatingRecheck}, nil

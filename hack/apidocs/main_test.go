@@ -64,6 +64,7 @@ properties:
   forwarders: {type: array, items: {type: object, properties: {address: {type: string}, port: {type: integer}, clusterRef: {type: object, properties: {name: {type: string}}}}}}
   forwardPolicy: {type: string}
   primaries: {type: array, items: {type: object, properties: {address: {type: string}, port: {type: integer}, keyRef: {type: object, properties: {name: {type: string}}}}}}
+  externalSecondaries: {type: array, items: {type: object, properties: {address: {type: string}, port: {type: integer}, keyRef: {type: object, properties: {name: {type: string}}}}}}
   dnssecPolicyRef: {type: object, properties: {name: {type: string}}}
   catalogZoneRef: {type: object, properties: {name: {type: string}}}
   seedFrom: {type: object, properties: {configMaps: {type: array, items: {type: object, properties: {name: {type: string}}}}, sha256: {type: string}}}

@@ -215,6 +215,26 @@ func TestBindZoneSeedFrom(t *testing.T) {
 	})
 }
 
+func TestBindZoneExternalSecondaries(t *testing.T) {
+	hidden := func(z *v1.BindZone) {
+		z.Spec.ExternalSecondaries = []v1.RemoteServer{{Address: "198.18.0.9", Port: ptr.To[int32](5353), KeyRef: &v1.LocalObjectReference{Name: "xfer"}}}
+	}
+	runCreateCases(t, baseZone, []createCase[*v1.BindZone]{
+		{desc: "a hidden primary", mutate: hidden},
+		{desc: "external secondaries of a secondary zone", mutate: func(z *v1.BindZone) { secondaryZone(z); hidden(z) },
+			wantErrors: []string{"spec.externalSecondaries", "externalSecondaries only apply to Primary zones"}},
+		{desc: "a host name", mutate: func(z *v1.BindZone) { hidden(z); z.Spec.ExternalSecondaries[0].Address = "ns2.example.net" },
+			wantErrors: []string{"spec.externalSecondaries[0].address", "not a host name"}},
+		{desc: "port zero", mutate: func(z *v1.BindZone) { hidden(z); z.Spec.ExternalSecondaries[0].Port = ptr.To[int32](0) },
+			wantErrors: []string{"spec.externalSecondaries[0].port"}},
+		{desc: "seventeen", mutate: func(z *v1.BindZone) {
+			for i := range 17 {
+				z.Spec.ExternalSecondaries = append(z.Spec.ExternalSecondaries, v1.RemoteServer{Address: fmt.Sprintf("198.18.0.%d", i+1)})
+			}
+		}, wantErrors: []string{"spec.externalSecondaries", "must have at most 16 items"}},
+	})
+}
+
 func TestBindZoneUpdate(t *testing.T) {
 	runUpdateCases(t, baseZone, []updateCase[*v1.BindZone]{
 		{desc: "records may change", mutate: func(z *v1.BindZone) { z.Spec.Records[0].Values = []string{"192.0.2.9"} }},
