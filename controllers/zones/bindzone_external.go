@@ -67,7 +67,7 @@ func (r *BindZoneReconciler) observeExternal(ctx context.Context, zone *bindv1al
 			defer cancel()
 			serial, err := clusterpods.SOASerial(qctx, st.Server, key, zoneName)
 			if err != nil {
-				st.Message = fmt.Sprintf("asked for the SOA of %s: %s; it has not loaded the zone (its own log says why a transfer failed)", zoneName, agent.BoundTo(err.Error(), 512))
+				st.Message = fmt.Sprintf("asked for the SOA of %s: %s; it does not serve the zone (if it runs, its own log says why its transfer failed)", zoneName, agent.BoundTo(err.Error(), 512))
 				return
 			}
 			st.Serial = ptr.To(int64(serial))
