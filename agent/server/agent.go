@@ -122,6 +122,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n, err := sweepStaged(cfg.Paths.DataDir); err != nil {
+		return nil, fmt.Errorf("agent: staged files in %s: %w", cfg.Paths.DataDir, err)
+	} else if n > 0 {
+		cfg.Logger.Info("removed files staged by an earlier run", "count", n)
+	}
 	tlsCfg := cfg.TLS
 	if tlsCfg == nil {
 		st, err := newTLSFiles(cfg.Paths.KeysDir)
