@@ -103,6 +103,8 @@ type Node struct {
 	dnsPort   int
 	agentAddr string
 	agent     *agent.Client
+	// metricsAddr is where the agent serves its Prometheus metrics.
+	metricsAddr string
 
 	log       bindtest.LogBuffer
 	cmd       *exec.Cmd
@@ -377,7 +379,7 @@ func (c *Cluster) startAgent(n *Node) {
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, apiLn, metricsLn) }()
 	n.mu.Lock()
-	n.agentAddr, n.agent = apiLn.Addr().String(), cl
+	n.agentAddr, n.agent, n.metricsAddr = apiLn.Addr().String(), cl, metricsLn.Addr().String()
 	n.mu.Unlock()
 	n.stopAgent = func() {
 		cl.Close()
@@ -437,6 +439,18 @@ func (n *Node) Agent() *agent.Client {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.agent
+}
+
+// MetricsURL is where n's agent serves its metrics now.
+func (n *Node) MetricsURL() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return "http://" + n.metricsAddr + "/metrics"
+}
+
+// StatisticsURL is where n's named serves its statistics (JSON).
+func (n *Node) StatisticsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/json/v1/server", n.statsPort)
 }
 
 // Log is what n's named wrote so far, across restarts.
