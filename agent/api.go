@@ -234,9 +234,15 @@ const MaxProbePrimaries = 16
 // the zone's SOA, then start an AXFR, signed with the key named uses. A
 // transfer named could not make then shows its reason (REFUSED, NOTAUTH, a
 // timeout...), which named itself only logs.
+//
+// With SOAOnly the agent only asks each server for the zone's SOA: what a
+// hidden primary's external secondaries serve, asked from the primary pod
+// that notifies them (an agent of an earlier release ignores it and also
+// starts the AXFR).
 type TransferProbeRequest struct {
 	Zone      string         `json:"zone"`
 	Primaries []ProbePrimary `json:"primaries"`
+	SOAOnly   bool           `json:"soaOnly,omitempty"`
 }
 
 // ProbePrimary is one primary as named.conf names it. Key is the BIND name

@@ -68,7 +68,7 @@ func (a *Agent) handleProbe(w http.ResponseWriter, r *http.Request) error {
 	var wg sync.WaitGroup
 	for i, p := range req.Primaries {
 		wg.Go(func() {
-			out.Outcomes[i] = probeTransfer(r.Context(), servers[i], keys[p.Key], zone)
+			out.Outcomes[i] = probeTransfer(r.Context(), servers[i], keys[p.Key], zone, req.SOAOnly)
 		})
 	}
 	wg.Wait()
@@ -121,9 +121,9 @@ func (a *Agent) transferKeys(primaries []agent.ProbePrimary) (map[string]*dnscli
 	return keys, nil
 }
 
-// probeTransfer asks server for zone's SOA and starts an AXFR, both signed
-// with key when there is one.
-func probeTransfer(ctx context.Context, server string, key *dnsclient.Key, zone string) agent.ProbeOutcome {
+// probeTransfer asks server for zone's SOA and, unless soaOnly, starts an
+// AXFR, both signed with key when there is one.
+func probeTransfer(ctx context.Context, server string, key *dnsclient.Key, zone string, soaOnly bool) agent.ProbeOutcome {
 	out := agent.ProbeOutcome{Server: server}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -139,6 +139,10 @@ func probeTransfer(ctx context.Context, server string, key *dnsclient.Key, zone 
 	serial, err := c.Serial(ctx, zone)
 	if err != nil {
 		return fail("SOA query", err)
+	}
+	if soaOnly {
+		out.Serial = serial
+		return out
 	}
 	if _, err := c.AXFREach(ctx, zone, func(dns.RR) error { return errOffered }); err != nil && !errors.Is(err, errOffered) {
 		return fail("AXFR", err)

@@ -233,7 +233,7 @@ func (r *BindZoneReconciler) settle(ctx context.Context, zone *bindv1alpha1.Bind
 			fmt.Sprintf("%d record set(s) of spec.records were not applied; first %s %s: %s %s (the others are served)", len(status.RejectedRecords), first.Name, first.Type, first.Rcode, first.Message))
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	failing, behind := r.observeExternal(ctx, zone, status, t.zoneName)
+	failing, behind := r.observeExternal(ctx, zone, t, status)
 	if len(failing) > 0 {
 		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonExternalSecondaryFailing,
 			fmt.Sprintf("the cluster serves serial %d; external secondaries that do not serve the zone: %s", ptr.Deref(status.Serial, 0), externalSummary(failing)))

@@ -6,26 +6,23 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
 	"git.unkin.net/unkin/bind-operator/controllers/clusterpods"
-	"git.unkin.net/unkin/bind-operator/dnsclient"
 )
 
 // A hidden primary's zone is served to the world by secondaries outside
 // the cluster (spec.externalSecondaries). named notifies them and lets
-// them transfer (render); whether they did is only seen by asking them,
-// so each look asks every one for the zone's SOA, signed with its key
-// when it has one, and records what it serves or why not.
-
-// externalTimeout bounds one external secondary's answer; they are asked
-// at once, so a look costs this at most.
-const externalTimeout = 3 * time.Second
+// them transfer (render); whether they did is only seen by asking them.
+// The primary pod's agent asks (a transfer probe that stops at the SOA),
+// from the address the NOTIFYs leave from and signed with the key named
+// has for each: the operator itself never sends to an address a zone
+// names, so a zone cannot make it reach what only it can reach.
 
 // externalRecheck is how soon a zone looks again at external secondaries
 // that do not serve it: they are someone else's servers, fixed at their
@@ -36,58 +33,81 @@ const externalRecheck = 30 * time.Second
 // external secondary serves against the primary's serial (status.serial,
 // which must be set), and returns the messages of those that do not serve
 // the zone at all, and of those that serve an older serial.
-func (r *BindZoneReconciler) observeExternal(ctx context.Context, zone *bindv1alpha1.BindZone, status *bindv1alpha1.BindZoneStatus, zoneName string) (failing, behind []string) {
+func (r *BindZoneReconciler) observeExternal(ctx context.Context, zone *bindv1alpha1.BindZone, t *zoneTarget, status *bindv1alpha1.BindZoneStatus) (failing, behind []string) {
 	servers := zone.Spec.ExternalSecondaries
 	if len(servers) == 0 || status.Serial == nil {
 		status.ExternalSecondaries = nil
 		return nil, nil
 	}
-	primary := *status.Serial
-	out := make([]bindv1alpha1.ExternalSecondaryStatus, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		port := 53
-		if s.Port != nil {
-			port = int(*s.Port)
-		}
-		out[i].Server = net.JoinHostPort(s.Address, strconv.Itoa(port))
-		var key *dnsclient.Key
+	req := agent.TransferProbeRequest{Zone: t.zoneName, SOAOnly: true}
+	for _, s := range servers {
+		p := agent.ProbePrimary{Address: s.Address, Port: int(ptr.Deref(s.Port, 53))}
 		if s.KeyRef != nil {
-			k, err := clusterpods.LoadUpdateKey(ctx, r.Client, zone.Namespace, s.KeyRef.Name)
-			if err != nil {
-				out[i].Message = fmt.Sprintf("its key (BindTSIGKey %q) cannot be read: %s", s.KeyRef.Name, agent.BoundTo(err.Error(), 512))
-				continue
+			var k bindv1alpha1.BindTSIGKey
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: s.KeyRef.Name}, &k); err != nil {
+				return r.externalUnasked(status, servers, fmt.Sprintf("its key, BindTSIGKey %q, cannot be read: %s", s.KeyRef.Name, agent.BoundTo(err.Error(), 256)))
 			}
-			key = &k
+			_, p.Key, _ = clusterpods.TSIGDefaults(&k)
 		}
-		wg.Add(1)
-		go func(st *bindv1alpha1.ExternalSecondaryStatus) {
-			defer wg.Done()
-			qctx, cancel := context.WithTimeout(ctx, externalTimeout)
-			defer cancel()
-			serial, err := clusterpods.SOASerial(qctx, st.Server, key, zoneName)
-			if err != nil {
-				st.Message = fmt.Sprintf("asked for the SOA of %s: %s; it does not serve the zone (if it runs, its own log says why its transfer failed)", zoneName, agent.BoundTo(err.Error(), 512))
-				return
-			}
-			st.Serial = ptr.To(int64(serial))
-			st.InSync = int64(serial) == primary
-			if !st.InSync {
-				st.Message = fmt.Sprintf("serves serial %d, the primary %d", serial, primary)
-			}
-		}(&out[i])
+		req.Primaries = append(req.Primaries, p)
 	}
-	wg.Wait()
-	for _, st := range out {
-		switch {
-		case st.Serial == nil:
-			failing = append(failing, st.Server+" "+st.Message)
-		case !st.InSync:
-			behind = append(behind, st.Server+" "+st.Message)
-		}
+	prim := t.primary()
+	ac, err := r.agents.Get(ctx, t.cluster, prim.AgentAddr)
+	if err != nil {
+		return r.externalUnasked(status, servers, fmt.Sprintf("the agent of the primary %s, which asks it, cannot be reached: %s", prim.Pod, agent.BoundTo(err.Error(), 256)))
 	}
-	status.ExternalSecondaries = out
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	res, err := ac.ProbeTransfer(pctx, req)
+	if err != nil {
+		return r.externalUnasked(status, servers, fmt.Sprintf("the agent of the primary %s, which asks it, failed: %s", prim.Pod, agent.BoundTo(err.Error(), 256)))
+	}
+	status.ExternalSecondaries, failing, behind = externalStatus(servers, res.Outcomes, uint32(*status.Serial), t.zoneName) //nolint:gosec // serials are uint32 on the wire
 	return failing, behind
+}
+
+// externalUnasked records that no external secondary could be asked, and
+// why, as each one's message.
+func (r *BindZoneReconciler) externalUnasked(status *bindv1alpha1.BindZoneStatus, servers []bindv1alpha1.RemoteServer, why string) (failing, behind []string) {
+	status.ExternalSecondaries, failing, _ = externalStatus(servers, nil, 0, "")
+	for i := range status.ExternalSecondaries {
+		status.ExternalSecondaries[i].Message = "not asked: " + why
+		failing[i] = status.ExternalSecondaries[i].Server + " " + status.ExternalSecondaries[i].Message
+	}
+	return failing, nil
+}
+
+// externalStatus turns the probe's outcomes (one per server, in order;
+// missing ones count as unanswered) into status entries against the
+// primary's serial, with the messages of the servers that do not serve
+// the zone and of those behind.
+func externalStatus(servers []bindv1alpha1.RemoteServer, outcomes []agent.ProbeOutcome, primary uint32, zoneName string) (out []bindv1alpha1.ExternalSecondaryStatus, failing, behind []string) {
+	out = make([]bindv1alpha1.ExternalSecondaryStatus, len(servers))
+	for i, s := range servers {
+		st := &out[i]
+		st.Server = net.JoinHostPort(s.Address, strconv.Itoa(int(ptr.Deref(s.Port, 53))))
+		var o agent.ProbeOutcome
+		if i < len(outcomes) {
+			o = outcomes[i]
+		}
+		switch {
+		case i >= len(outcomes) || o.Error != "":
+			why := "no answer"
+			if o.Error != "" {
+				why = agent.BoundTo(o.Error, 512)
+			}
+			st.Message = fmt.Sprintf("asked for the SOA of %s: %s; it does not serve the zone (if it runs, its own log says why its transfer failed)", zoneName, why)
+			failing = append(failing, st.Server+" "+st.Message)
+		case o.Serial != primary:
+			st.Serial = ptr.To(int64(o.Serial))
+			st.Message = fmt.Sprintf("serves serial %d, the primary %d", o.Serial, primary)
+			behind = append(behind, st.Server+" "+st.Message)
+		default:
+			st.Serial = ptr.To(int64(o.Serial))
+			st.InSync = true
+		}
+	}
+	return out, failing, behind
 }
 
 // externalSummary joins the messages of external secondaries for a

@@ -1,102 +1,50 @@
 package zones
 
 import (
-	"context"
-	"net"
-	"strconv"
 	"testing"
 
-	"github.com/miekg/dns"
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
-	"git.unkin.net/unkin/bind-operator/test/rechecktest"
 )
 
-// fakeSecondary answers on loopback TCP (the operator's queries go over
-// TCP) as an external secondary would:
-// the zone's SOA at serial, or rcode for everything. It stops with the
-// test.
-func fakeSecondary(t *testing.T, serial uint32, rcode int) (string, int32) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{Listener: l, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetRcode(q, rcode)
-		if rcode == dns.RcodeSuccess {
-			m.Authoritative = true
-			m.Answer = []dns.RR{&dns.SOA{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 60},
-				Ns: "ns.example.net.", Mbox: "hm.example.net.", Serial: serial, Refresh: 3600, Retry: 600, Expire: 86400, Minttl: 60}}
-		}
-		_ = w.WriteMsg(m)
-	})}
-	go func() { _ = srv.ActivateAndServe() }()
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return "127.0.0.1", int32(l.Addr().(*net.TCPAddr).Port)
-}
-
-// silentPort is a loopback TCP port that takes connections and never
-// answers.
-func silentPort(t *testing.T) int32 {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	return int32(l.Addr().(*net.TCPAddr).Port)
-}
-
-// Each external secondary is asked at once and reported in spec order:
-// in sync, behind (it answers), refusing and silent (it does not serve
-// the zone), and one whose key is missing (never asked).
-func TestObserveExternal(t *testing.T) {
+// What the primary's agent heard from each external secondary becomes
+// its status entry, in spec order: in sync, behind (it answers), refusing
+// and silent (it does not serve the zone), and one the agent gave no
+// outcome for.
+func TestExternalStatus(t *testing.T) {
 	g := NewWithT(t)
-	inSyncAddr, inSyncPort := fakeSecondary(t, 7, dns.RcodeSuccess)
-	behindAddr, behindPort := fakeSecondary(t, 6, dns.RcodeSuccess)
-	refusedAddr, refusedPort := fakeSecondary(t, 0, dns.RcodeRefused)
-	silent, silent2 := silentPort(t), silentPort(t)
-	zone := &bindv1alpha1.BindZone{}
-	zone.Namespace = "ns"
-	zone.Spec.ExternalSecondaries = []bindv1alpha1.RemoteServer{
-		{Address: inSyncAddr, Port: ptr.To(inSyncPort)},
-		{Address: behindAddr, Port: ptr.To(behindPort)},
-		{Address: refusedAddr, Port: ptr.To(refusedPort)},
-		{Address: "127.0.0.1", Port: ptr.To(silent)},
-		{Address: "127.0.0.1", Port: ptr.To(silent2)},
-		{Address: "127.0.0.1", Port: ptr.To(inSyncPort), KeyRef: &bindv1alpha1.LocalObjectReference{Name: "gone"}},
+	servers := []bindv1alpha1.RemoteServer{
+		{Address: "198.18.0.1", Port: ptr.To[int32](5353)},
+		{Address: "2001:db8::1"},
+		{Address: "198.18.0.3"},
+		{Address: "198.18.0.4"},
+		{Address: "198.18.0.5"},
 	}
-	r := &BindZoneReconciler{Client: fake.NewClientBuilder().WithScheme(rechecktest.Scheme(t)).Build()}
-	status := &bindv1alpha1.BindZoneStatus{Serial: ptr.To[int64](7)}
-	failing, behind := r.observeExternal(context.Background(), zone, status, "example.com")
-
-	st := status.ExternalSecondaries
-	g.Expect(st).To(HaveLen(6))
-	g.Expect(st[0].Server).To(Equal(net.JoinHostPort(inSyncAddr, strconv.Itoa(int(inSyncPort)))))
-	g.Expect(st[0].InSync).To(BeTrue(), "%+v", st[0])
-	g.Expect(st[0].Serial).To(Equal(ptr.To[int64](7)))
-	g.Expect(st[0].Message).To(BeEmpty())
-	g.Expect(st[1].InSync).To(BeFalse())
-	g.Expect(st[1].Serial).To(Equal(ptr.To[int64](6)))
-	g.Expect(st[1].Message).To(Equal("serves serial 6, the primary 7"))
+	outcomes := []agent.ProbeOutcome{
+		{Server: "198.18.0.1:5353", Serial: 7},
+		{Server: "[2001:db8::1]:53", Serial: 6},
+		{Server: "198.18.0.3:53", Error: "SOA query: dns query example.com. SOA: REFUSED"},
+		{Server: "198.18.0.4:53", Error: "SOA query: i/o timeout"},
+	}
+	st, failing, behind := externalStatus(servers, outcomes, 7, "example.com")
+	g.Expect(st).To(HaveLen(5))
+	g.Expect(st[0]).To(Equal(bindv1alpha1.ExternalSecondaryStatus{Server: "198.18.0.1:5353", Serial: ptr.To[int64](7), InSync: true}))
+	g.Expect(st[1]).To(Equal(bindv1alpha1.ExternalSecondaryStatus{Server: "[2001:db8::1]:53", Serial: ptr.To[int64](6), Message: "serves serial 6, the primary 7"}))
 	g.Expect(st[2].Serial).To(BeNil())
-	g.Expect(st[2].Message).To(ContainSubstring("REFUSED"))
-	g.Expect(st[3].Serial).To(BeNil())
-	g.Expect(st[3].Message).To(ContainSubstring("it does not serve the zone"))
-	g.Expect(st[4].Serial).To(BeNil())
-	g.Expect(st[5].Message).To(ContainSubstring(`BindTSIGKey "gone"`))
-	g.Expect(behind).To(ConsistOf(ContainSubstring("serves serial 6")))
-	g.Expect(failing).To(HaveLen(4))
+	g.Expect(st[2].Message).To(HavePrefix("asked for the SOA of example.com: SOA query: dns query example.com. SOA: REFUSED; it does not serve the zone"))
+	g.Expect(st[3].Message).To(ContainSubstring("i/o timeout"))
+	g.Expect(st[4].Message).To(ContainSubstring("no answer"))
+	g.Expect(behind).To(Equal([]string{"[2001:db8::1]:53 serves serial 6, the primary 7"}))
+	g.Expect(failing).To(HaveLen(3))
+	g.Expect(failing[0]).To(HavePrefix("198.18.0.3:53 asked for the SOA"))
 
-	// Without a serial of the primary there is nothing to compare with.
-	status = &bindv1alpha1.BindZoneStatus{ExternalSecondaries: st}
-	failing, behind = r.observeExternal(context.Background(), zone, status, "example.com")
-	g.Expect(failing).To(BeEmpty())
+	// Nobody asked: every server says why.
+	status := &bindv1alpha1.BindZoneStatus{}
+	failing, behind = (&BindZoneReconciler{}).externalUnasked(status, servers[:2], "the agent is down")
 	g.Expect(behind).To(BeEmpty())
-	g.Expect(status.ExternalSecondaries).To(BeEmpty())
+	g.Expect(failing).To(Equal([]string{"198.18.0.1:5353 not asked: the agent is down", "[2001:db8::1]:53 not asked: the agent is down"}))
+	g.Expect(status.ExternalSecondaries[1]).To(Equal(bindv1alpha1.ExternalSecondaryStatus{Server: "[2001:db8::1]:53", Message: "not asked: the agent is down"}))
 }

@@ -46,6 +46,15 @@ zone "keyed.test" { type primary; file "keyed.test.db"; allow-transfer { key "xf
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.Error).To(Equal("AXFR: dns transfer of zone keyed.test.: REFUSED"), "unsigned, named refuses it")
 
+	// Only the SOA, as a hidden primary asks its external secondaries:
+	// served unsigned too, and no transfer is tried.
+	res, err := e.client.ProbeTransfer(ctxT(t), agent.TransferProbeRequest{Zone: "keyed.test", SOAOnly: true, Primaries: []agent.ProbePrimary{{Address: host, Port: port}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Outcomes).To(Equal([]agent.ProbeOutcome{{Server: e.named.DNSAddr, Serial: 5}}))
+	res, err = e.client.ProbeTransfer(ctxT(t), agent.TransferProbeRequest{Zone: "other.test", SOAOnly: true, Primaries: []agent.ProbePrimary{{Address: host, Port: port}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Outcomes[0].Error).To(HavePrefix("SOA query: "), "a zone the server does not serve")
+
 	for name, p := range map[string]agent.ProbePrimary{
 		"key not in keys.conf": {Address: host, Port: port, Key: "other"},
 		"not an address":       {Address: "primary.example", Port: port},
