@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -314,26 +315,37 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 	}
 	c.names["BindCluster/"+c.opts.Cluster] = true
 	// The cluster recurses when named did anywhere: in its options
-	// (recursion is on by default) or in a view that turns it on. A server
-	// that also serves zones of its own, split-horizon with a recursive
-	// internal view as the common case, becomes a Resolver cluster that
-	// holds those zones: every view then says whether it recurses
-	// (view()), so the views that did not still do not.
-	viewRecurses := false
-	for _, s := range stmts {
-		if s.Keyword() == "view" {
-			if r := s.Find("recursion"); r != nil && yes(r.Arg(0)) {
-				viewRecurses = true
-			}
+	// (recursion is on by default) when there are no views, else in a view
+	// (its own statement, else the options'). A server that also serves
+	// zones of its own, split-horizon with a recursive internal view as
+	// the common case, becomes a Resolver cluster that holds those zones:
+	// every view then says whether it recurses (view()), so the views that
+	// did not still do not.
+	recursion := true // named's default
+	if c.options != nil {
+		if r := c.options.Find("recursion"); r != nil {
+			recursion = yes(r.Arg(0))
 		}
 	}
+	c.recursion = recursion
+	recurses, views := false, false
+	for _, s := range stmts {
+		if s.Keyword() == "view" {
+			views = true
+			r := s.Find("recursion")
+			recurses = recurses || (r == nil && recursion) || (r != nil && yes(r.Arg(0)))
+		}
+	}
+	if !views {
+		recurses = recursion
+	}
 	if c.options == nil {
-		c.recursion = true
-		bc.Spec.Mode = v1.ModeResolver
-		bc.Spec.Recursion = &v1.RecursionSpec{}
+		if recurses {
+			bc.Spec.Mode = v1.ModeResolver
+			bc.Spec.Recursion = &v1.RecursionSpec{}
+		}
 		return bc
 	}
-	recursion := true // named's default
 	var rec v1.RecursionSpec
 	var resolving []*Statement // what only a resolver uses
 	for _, o := range c.options.Block {
@@ -347,7 +359,7 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 		case "allow-query":
 			c.listInto(o, what, &bc.Spec.AllowQuery)
 		case "recursion":
-			recursion = yes(o.Arg(0))
+			// Read above.
 		case "allow-recursion":
 			c.listInto(o, what, &rec.AllowRecursion)
 		case "forwarders":
@@ -388,8 +400,20 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 			bc.Spec.ExtraOptions = append(bc.Spec.ExtraOptions, what)
 		}
 	}
-	c.recursion = recursion
-	if recursion || viewRecurses {
+	if recurses {
+		// Without allow-recursion named lets recurse whom allow-query-cache
+		// admits, else whom allow-query admits, else localnets and
+		// localhost (the cluster's default).
+		if c.options.Find("allow-recursion") == nil {
+			for _, kw := range []string{"allow-query-cache", "allow-query"} {
+				if o := c.options.Find(kw); o != nil {
+					if l, why := c.matchList(o); why == "" {
+						rec.AllowRecursion = l
+					}
+					break
+				}
+			}
+		}
 		bc.Spec.Mode = v1.ModeResolver
 		bc.Spec.Recursion = &rec
 		return bc
@@ -511,6 +535,20 @@ func (c *converter) view(s *Statement, order int32) {
 		}
 	}
 	v.Spec.AllowRecursion, v.Spec.Forwarders = nil, nil
+	if !v.Spec.MatchRecursiveOnly {
+		return
+	}
+	// A view that matches only recursive queries and does not recurse:
+	// on an Authoritative cluster no view recurses, so leaving recursion
+	// unset says the same; a Resolver cluster's view must say no, which a
+	// BindView that matches recursive queries only cannot.
+	if c.mode != v1.ModeResolver {
+		v.Spec.Recursion = nil
+		return
+	}
+	v.Spec.MatchRecursiveOnly = false
+	o := s.Find("match-recursive-only")
+	c.res.Report.omit(o.Pos, "view "+name+": "+o.Text(), "a BindView that matches only recursive queries must recurse, and this one did not: its clients' other queries may now land in it; give the view recursion yes, or match its clients otherwise")
 }
 
 // zone converts one zone statement (in view viewObj, whose statement is
@@ -631,6 +669,7 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 			}
 		case "also-notify":
 			l, why := c.remoteServers(o)
+			l = uniqueServers(l)
 			switch {
 			case z.Spec.Type != v1.ZonePrimary:
 				c.res.Report.omit(o.Pos, ow, "only a Primary zone notifies servers outside the cluster (spec.externalSecondaries); a secondary copy is notified by its own primaries")
@@ -640,7 +679,7 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 				c.res.Report.omit(o.Pos, ow, "%d servers: spec.externalSecondaries holds 16", len(l))
 			default:
 				z.Spec.ExternalSecondaries = l
-				c.res.Report.converted(o.Pos, ow, "spec.externalSecondaries: each is notified, and may transfer the zone (with its key when it has one, else from its address)")
+				c.res.Report.converted(o.Pos, ow, "spec.externalSecondaries: each is notified, and may transfer the zone (with its key when it has one, else from its address), which also-notify alone did not grant")
 			}
 		default:
 			if why, owned := operatorOwned(kw); owned {
@@ -822,3 +861,18 @@ var dnssecTypes = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNSEC3, dns.TypeN
 // typeBINDSigning is the private type (sig-signing-type, 65534 by
 // default) in which BIND keeps the state of a zone's signing.
 const typeBINDSigning = 65534
+
+// uniqueServers drops a server listed again (same address and port, as
+// admission compares them), keeping the first.
+func uniqueServers(l []v1.RemoteServer) []v1.RemoteServer {
+	seen := map[string]bool{}
+	out := l[:0:0]
+	for _, rs := range l {
+		k := fmt.Sprintf("%s#%d", netip.MustParseAddr(rs.Address).Unmap(), ptr.Deref(rs.Port, 53))
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, rs)
+		}
+	}
+	return out
+}

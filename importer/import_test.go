@@ -610,3 +610,54 @@ func TestImportDefaultRecursion(t *testing.T) {
 		})
 	}
 }
+
+// TestImportRecursionCorners: named's inheritance where the import must
+// follow it, and what admission could not take made admissible.
+func TestImportRecursionCorners(t *testing.T) {
+	db := "$TTL 60\n@ SOA ns.example.net. hm 1 2 3 4 5\n@ NS ns.example.net.\n"
+	t.Run("every view says no", func(t *testing.T) {
+		g := NewWithT(t)
+		res := importTree(t, map[string]string{"db": db, "named.conf": `options { querylog no; };
+view "a" { recursion no; match-recursive-only yes; zone "a.example" { type primary; file "db"; }; };
+view "b" { recursion no; zone "b.example" { type primary; file "db"; }; };
+`})
+		g.Expect(Validate(res.Objects)).To(BeEmpty())
+		g.Expect(byName[*v1.BindCluster](res.Objects, "c").Spec.Mode).To(Equal(v1.ModeAuthoritative), "named's default is overridden in every view")
+		a := byName[*v1.BindView](res.Objects, "a")
+		g.Expect(a.Spec.MatchRecursiveOnly).To(BeTrue())
+		g.Expect(a.Spec.Recursion).To(BeNil(), "on an Authoritative cluster unset says no")
+		g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
+	})
+	t.Run("allow-recursion follows allow-query", func(t *testing.T) {
+		g := NewWithT(t)
+		res := importTree(t, map[string]string{"db": db, "named.conf": `options { allow-query { 10.0.0.0/8; }; };
+zone "a.example" { type primary; file "db"; };
+`})
+		g.Expect(Validate(res.Objects)).To(BeEmpty())
+		c := byName[*v1.BindCluster](res.Objects, "c")
+		g.Expect(c.Spec.Mode).To(Equal(v1.ModeResolver))
+		g.Expect(c.Spec.Recursion.AllowRecursion).To(Equal([]v1.AddressMatchElement{{Address: "10.0.0.0/8"}}))
+	})
+	t.Run("a recursive-only view that does not recurse on a resolver", func(t *testing.T) {
+		g := NewWithT(t)
+		res := importTree(t, map[string]string{"db": db, "named.conf": `options { recursion no; };
+view "a" { recursion yes; match-clients { 10.0.0.0/8; }; allow-recursion { 10.0.0.0/8; }; zone "a.example" { type primary; file "db"; }; };
+view "b" { match-recursive-only yes; };
+`})
+		g.Expect(Validate(res.Objects)).To(BeEmpty())
+		b := byName[*v1.BindView](res.Objects, "b")
+		g.Expect(b.Spec.Recursion).To(Equal(ptr.To(false)))
+		g.Expect(b.Spec.MatchRecursiveOnly).To(BeFalse())
+		g.Expect(res.Report.Findings).To(HaveLen(1))
+		g.Expect(res.Report.Findings[0].String()).To(HavePrefix("named.conf:3: omitted: view b: match-recursive-only yes;: a BindView that matches only recursive queries must recurse"))
+	})
+	t.Run("also-notify listed twice", func(t *testing.T) {
+		g := NewWithT(t)
+		res := importTree(t, map[string]string{"db": db, "named.conf": `options { recursion no; };
+primaries "outside" { 192.0.2.10; };
+zone "a.example" { type primary; file "db"; also-notify { outside; 192.0.2.10 port 53; 2001:db8::1; }; };
+`})
+		g.Expect(Validate(res.Objects)).To(BeEmpty())
+		g.Expect(byName[*v1.BindZone](res.Objects, "a.example").Spec.ExternalSecondaries).To(Equal([]v1.RemoteServer{{Address: "192.0.2.10"}, {Address: "2001:db8::1"}}))
+	})
+}

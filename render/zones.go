@@ -206,7 +206,9 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 		}
 		xfr = append(xfr, user...)
 		// An external secondary transfers with its key when it has one
-		// (then only with it), else from its address.
+		// (then only with it), else from its address; once each, as two
+		// may share a key. (What the zone already allows stays as it was
+		// rendered before.)
 		var external []string
 		for i, es := range zone.Spec.ExternalSecondaries {
 			at := fmt.Sprintf("%s spec.externalSecondaries[%d]", what, i)
@@ -215,15 +217,16 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 				return "", err
 			}
 			external = append(external, srv)
+			grant, _ := checkIP(at+" address", es.Address)
 			if es.KeyRef != nil {
 				k, _ := m.keyRef(at, es.KeyRef.Name) // remoteServer checked it
-				xfr = append(xfr, `key "`+k+`"`)
-			} else {
-				a, _ := checkIP(at+" address", es.Address)
-				xfr = append(xfr, a)
+				grant = `key "` + k + `"`
+			}
+			if !slices.Contains(xfr, grant) {
+				xfr = append(xfr, grant)
 			}
 		}
-		add("allow-transfer { %s; };", joinOrNone(slices.Compact(xfr)))
+		add("allow-transfer { %s; };", joinOrNone(xfr))
 		if len(alsoNotify)+len(external) > 0 {
 			ips := make([]string, 0, len(alsoNotify)+len(external))
 			for _, ip := range alsoNotify {

@@ -122,10 +122,13 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n, err := sweepStaged(cfg.Paths.DataDir); err != nil {
-		return nil, fmt.Errorf("agent: staged files in %s: %w", cfg.Paths.DataDir, err)
-	} else if n > 0 {
+	// A clean-up: what it cannot remove stays, and the agent serves.
+	n, err := sweepStaged(cfg.Paths.DataDir)
+	if n > 0 {
 		cfg.Logger.Info("removed files staged by an earlier run", "count", n)
+	}
+	if err != nil {
+		cfg.Logger.Warn("some files staged by an earlier run are left", "error", err)
 	}
 	tlsCfg := cfg.TLS
 	if tlsCfg == nil {

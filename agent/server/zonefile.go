@@ -44,25 +44,34 @@ const stagePrefix = ".stage-"
 // stopped between staging and linking (a crash, a killed pod): nothing
 // names them, and a seed's is up to 14 MiB. Called before the agent
 // serves, when no staging of this process can be under way. It returns
-// how many it removed.
+// how many it removed and the first error met; what it cannot read or
+// remove it leaves, and goes on.
 func sweepStaged(dir string) (int, error) {
 	removed := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	var first error
+	note := func(err error) {
+		if first == nil && !errors.Is(err, fs.ErrNotExist) {
+			first = err
+		}
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
+			note(err)
+			if d != nil && d.IsDir() && p != dir {
+				return fs.SkipDir
 			}
-			return err
+			return nil
 		}
 		if d.Type().IsRegular() && strings.HasPrefix(d.Name(), stagePrefix) {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+			if err := os.Remove(p); err != nil {
+				note(err)
+			} else {
+				removed++
 			}
-			removed++
 		}
 		return nil
 	})
-	return removed, err
+	return removed, first
 }
 
 // writeIfMissing creates path with content unless it exists. The content

@@ -98,6 +98,10 @@ type BindZoneReconciler struct {
 	// checkedSerials: zone UID -> the primary's serial at the zone's last
 	// full drift check (unchangedSinceCheck).
 	checkedSerials sync.Map
+	// refusedSeeds: zone UID -> seedRefusal, the agent's verdict on the
+	// zone file of spec.seedFrom (seedFrom is immutable, and the verdict
+	// is on its bytes).
+	refusedSeeds sync.Map
 	owners         *dnsrecords.ZoneOwners
 	// caughtUp carries the zones the bindzone-replication controller saw
 	// served by every secondary while their Ready said Replicating, and
@@ -235,9 +239,15 @@ func (r *BindZoneReconciler) settle(ctx context.Context, zone *bindv1alpha1.Bind
 	}
 	failing, behind := r.observeExternal(ctx, zone, t, status)
 	if len(failing) > 0 {
+		cluster := "every pod of the cluster serves"
+		requeue := externalRecheck
+		if !inSync {
+			r.renotify(ctx, zone, t, status)
+			cluster, requeue = "the primary serves", replicatingRecheck
+		}
 		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonExternalSecondaryFailing,
-			fmt.Sprintf("the cluster serves serial %d; external secondaries that do not serve the zone: %s", ptr.Deref(status.Serial, 0), externalSummary(failing)))
-		return ctrl.Result{RequeueAfter: externalRecheck}, nil
+			fmt.Sprintf("%s serial %d; external secondaries that do not serve the zone: %s", cluster, ptr.Deref(status.Serial, 0), externalSummary(failing)))
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	if !inSync || len(behind) > 0 {
 		if len(behind) > 0 && inSync {
@@ -257,6 +267,7 @@ func (r *BindZoneReconciler) settle(ctx context.Context, zone *bindv1alpha1.Bind
 // retried for DeleteGiveUp, never forever.
 func (r *BindZoneReconciler) finalize(ctx context.Context, zone *bindv1alpha1.BindZone) (ctrl.Result, error) {
 	r.checkedSerials.Delete(zone.UID)
+	r.refusedSeeds.Delete(zone.UID)
 	if !controllerutil.ContainsFinalizer(zone, zoneFinalizer) {
 		return ctrl.Result{}, nil
 	}

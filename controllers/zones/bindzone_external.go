@@ -67,14 +67,16 @@ func (r *BindZoneReconciler) observeExternal(ctx context.Context, zone *bindv1al
 }
 
 // externalUnasked records that no external secondary could be asked, and
-// why, as each one's message.
+// why, as each one's message. What the operator's side could not do (read
+// a key, reach the primary's agent, or an agent of an earlier release that
+// refuses the request) says nothing about the secondaries, so it does not
+// make the zone fail: it reports none.
 func (r *BindZoneReconciler) externalUnasked(status *bindv1alpha1.BindZoneStatus, servers []bindv1alpha1.RemoteServer, why string) (failing, behind []string) {
-	status.ExternalSecondaries, failing, _ = externalStatus(servers, nil, 0, "")
+	status.ExternalSecondaries, _, _ = externalStatus(servers, nil, 0, "")
 	for i := range status.ExternalSecondaries {
 		status.ExternalSecondaries[i].Message = "not asked: " + why
-		failing[i] = status.ExternalSecondaries[i].Server + " " + status.ExternalSecondaries[i].Message
 	}
-	return failing, nil
+	return nil, nil
 }
 
 // externalStatus turns the probe's outcomes (one per server, in order;
@@ -98,11 +100,13 @@ func externalStatus(servers []bindv1alpha1.RemoteServer, outcomes []agent.ProbeO
 			}
 			st.Message = fmt.Sprintf("asked for the SOA of %s: %s; it does not serve the zone (if it runs, its own log says why its transfer failed)", zoneName, why)
 			failing = append(failing, st.Server+" "+st.Message)
-		case o.Serial != primary:
+		case o.Serial != primary && !clusterpods.SerialNewer(o.Serial, primary):
 			st.Serial = ptr.To(int64(o.Serial))
 			st.Message = fmt.Sprintf("serves serial %d, the primary %d", o.Serial, primary)
 			behind = append(behind, st.Server+" "+st.Message)
 		default:
+			// The primary's serial or newer: status.serial was read
+			// before an UPDATE the secondary already has.
 			st.Serial = ptr.To(int64(o.Serial))
 			st.InSync = true
 		}

@@ -57,6 +57,12 @@ func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZo
 	if !needed {
 		return nil
 	}
+	// A file the agent refused stays refused: the digest pins its bytes.
+	// Asking again would read and send up to 14 MiB every recheck, and
+	// hold the one seed slot other zones wait for.
+	if v, ok := r.refusedSeeds.Load(zone.UID); ok && v.(seedRefusal).sha256 == zone.Spec.SeedFrom.SHA256 {
+		return &problem{bindv1alpha1.ReasonSeedUnusable, v.(seedRefusal).message, seedRecheck}
+	}
 	// One seed in memory at a time: a file is up to 14 MiB, and a primary
 	// that lost its volume needs every seeded zone again at once.
 	select {
@@ -73,7 +79,13 @@ func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZo
 	if err != nil {
 		var ae *agent.Error
 		if errors.As(err, &ae) && ae.Invalid() {
-			return &problem{bindv1alpha1.ReasonSeedUnusable, fmt.Sprintf("the zone file of spec.seedFrom (ConfigMaps %v) is not one named loads as zone %s, says the agent of the primary %s: %s", names, t.zoneName, prim.Pod, ae.Message), seedRecheck}
+			msg := fmt.Sprintf("the agent of the primary %s refused the zone file of spec.seedFrom (ConfigMaps %v): %s", prim.Pod, names, ae.Message)
+			// Not a digest that changed on the way: that one may pass
+			// next time.
+			if ae.Field != "sha256" {
+				r.refusedSeeds.Store(zone.UID, seedRefusal{sha256: zone.Spec.SeedFrom.SHA256, message: msg + "; create a new BindZone with a zone file named loads"})
+			}
+			return &problem{bindv1alpha1.ReasonSeedUnusable, msg, seedRecheck}
 		}
 		return agentProblem(prim.Pod, err)
 	}
@@ -82,6 +94,9 @@ func (r *BindZoneReconciler) seed(ctx context.Context, zone *bindv1alpha1.BindZo
 	}
 	return nil
 }
+
+// seedRefusal is the agent's refusal of a zone's seed.
+type seedRefusal struct{ sha256, message string }
 
 // readSeed reads spec.seedFrom's ConfigMaps in order and checks the file
 // they make: every ConfigMap exists, names this zone in its seed-for
