@@ -102,7 +102,7 @@ type BindZoneReconciler struct {
 	// zone file of spec.seedFrom (seedFrom is immutable, and the verdict
 	// is on its bytes).
 	refusedSeeds sync.Map
-	owners         *dnsrecords.ZoneOwners
+	owners       *dnsrecords.ZoneOwners
 	// caughtUp carries the zones the bindzone-replication controller saw
 	// served by every secondary while their Ready said Replicating, and
 	// could not report Served itself (reportCaughtUp).
