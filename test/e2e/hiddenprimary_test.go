@@ -84,22 +84,9 @@ func TestHiddenPrimary(t *testing.T) {
 	name := strings.TrimSuffix(key.Name, ".")
 	control := testkit.FreePort(t)
 	runNamed(t, "outside", t.TempDir(), map[string]string{
-		"etc/bind/named.conf": fmt.Sprintf(`key %q { algorithm %s; secret %q; };
-controls { inet 127.0.0.1 port %d allow { 127.0.0.1; } keys { %q; }; };
-logging { channel to_stderr { stderr; severity info; }; category default { to_stderr; }; };
-options {
-	directory ".";
-	pid-file none;
-	session-keyfile none;
-	managed-keys-directory ".";
-	listen-on port %d { %s; };
-	listen-on-v6 { none; };
-	recursion no;
-	notify no;
-};
-zone %q { type secondary; primaries { %s key %q; }; file "hidden.db"; };
+		"etc/bind/named.conf": nodeNamedConf(key, control, outside, "", fmt.Sprintf(`zone %q { type secondary; primaries { %s key %q; }; file "hidden.db"; };
 zone "upstream.example" { type primary; file "db.upstream"; allow-transfer { key %q; }; };
-`, name, strings.TrimSuffix(key.Algorithm, "."), key.Secret, control, name, port, outside.Addr(), zoneName, ips[0], name, name),
+`, zoneName, ips[0], name, name)),
 		"db.upstream": "$TTL 300\n@ IN SOA ns.upstream.example. hm.upstream.example. 5 3600 600 1209600 60\n\tIN NS ns.upstream.example.\nns IN A 192.0.2.53\nshop IN A 192.0.2.54\n",
 	}, outside.String(), "127.0.0.1:"+strconv.Itoa(control))
 

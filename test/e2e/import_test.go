@@ -386,24 +386,10 @@ func startUpstreamServer(t *testing.T, key tsigKey) netip.AddrPort {
 	t.Helper()
 	port, control := testkit.FreePort(t), testkit.FreePort(t)
 	files := map[string]string{
-		"etc/bind/named.conf": fmt.Sprintf(`key %q { algorithm %s; secret %q; };
-controls { inet 127.0.0.1 port %d allow { 127.0.0.1; } keys { %q; }; };
-logging { channel to_stderr { stderr; severity info; }; category default { to_stderr; }; };
-options {
-	directory ".";
-	pid-file none;
-	session-keyfile none;
-	managed-keys-directory ".";
-	listen-on port %d { %s; };
-	listen-on-v6 { none; };
-	recursion no;
-	notify no;
-	allow-transfer { key %q; };
-};
-zone "partner.example" { type primary; file "db.partner.example"; };
+		"etc/bind/named.conf": nodeNamedConf(key, control, netip.AddrPortFrom(localcluster.NodeIP, uint16(port)), fmt.Sprintf(`allow-transfer { key %q; };`, strings.TrimSuffix(key.Name, ".")),
+			`zone "partner.example" { type primary; file "db.partner.example"; };
 zone "corp.example" { type primary; file "db.corp.example"; };
-`, strings.TrimSuffix(key.Name, "."), strings.TrimSuffix(key.Algorithm, "."), key.Secret, control, strings.TrimSuffix(key.Name, "."),
-			port, localcluster.NodeIP, strings.TrimSuffix(key.Name, ".")),
+`),
 		// What the legacy server's internal view forwards to: TTL 0, so
 		// every answer is fresh and the same from the old server and the
 		// pods, whenever each is asked.
@@ -424,6 +410,28 @@ shop	IN A 192.0.2.54
 	addr := netip.AddrPortFrom(localcluster.NodeIP, uint16(port))
 	runNamed(t, "upstream", t.TempDir(), files, addr.String(), "127.0.0.1:"+strconv.Itoa(control))
 	return addr
+}
+
+// nodeNamedConf is the named.conf of a server of the user's own on the
+// node's address (listen), outside the cluster: key and its control
+// channel on loopback at control, options (plus extraOptions) and zones.
+func nodeNamedConf(key tsigKey, control int, listen netip.AddrPort, extraOptions, zones string) string {
+	name := strings.TrimSuffix(key.Name, ".")
+	return fmt.Sprintf(`key %q { algorithm %s; secret %q; };
+controls { inet 127.0.0.1 port %d allow { 127.0.0.1; } keys { %q; }; };
+logging { channel to_stderr { stderr; severity info; }; category default { to_stderr; }; };
+options {
+	directory ".";
+	pid-file none;
+	session-keyfile none;
+	managed-keys-directory ".";
+	listen-on port %d { %s; };
+	listen-on-v6 { none; };
+	recursion no;
+	notify no;
+	%s
+};
+%s`, name, strings.TrimSuffix(key.Algorithm, "."), key.Secret, control, name, listen.Port(), listen.Addr(), extraOptions, zones)
 }
 
 // runNamed writes files into root and runs named on root/etc/bind/named.conf,
