@@ -388,6 +388,8 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 			// Its zones become BindPolicies (policy.go).
 		case "catalog-zones":
 			c.res.Report.omit(o.Pos, what, "%s", catalogConsumerWhy)
+		case "also-notify":
+			c.inheritedAlsoNotify(o, what)
 		default:
 			if why, owned := operatorOwned(kw); owned {
 				c.res.Report.replace(o.Pos, what, "%s", why)
@@ -509,6 +511,8 @@ func (c *converter) view(s *Statement, order int32) {
 			}
 		case "key", "acl":
 			c.res.Report.omit(o.Pos, what, "a %s inside a view is not imported: move it to the top level", kw)
+		case "also-notify":
+			c.inheritedAlsoNotify(o, what)
 		case "catalog-zones":
 			c.res.Report.omit(o.Pos, what, "%s", catalogConsumerWhy)
 		default:
@@ -611,7 +615,7 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 	if o := s.Find("dnssec-policy"); o != nil && z.Spec.Type == v1.ZonePrimary {
 		c.signedZone(z, s, o)
 	}
-	ownTransfer, ownQuery := false, false
+	ownTransfer, ownQuery, ownNotify := false, false, false
 	for _, o := range s.Block {
 		kw, ow := o.Keyword(), what+": "+o.Text()
 		switch kw {
@@ -668,18 +672,16 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 				c.res.Report.omit(o.Pos, ow, "only one key may update a zone (spec.updateKeyRef); updates by address are not accepted")
 			}
 		case "also-notify":
-			l, why := c.remoteServers(o)
-			l = uniqueServers(l)
+			ownNotify = true
+			l, why := c.alsoNotify(o)
 			switch {
 			case z.Spec.Type != v1.ZonePrimary:
 				c.res.Report.omit(o.Pos, ow, "only a Primary zone notifies servers outside the cluster (spec.externalSecondaries); a secondary copy is notified by its own primaries")
 			case why != "":
 				c.res.Report.omit(o.Pos, ow, "%s", why)
-			case len(l) > 16:
-				c.res.Report.omit(o.Pos, ow, "%d servers: spec.externalSecondaries holds 16", len(l))
 			default:
 				z.Spec.ExternalSecondaries = l
-				c.res.Report.converted(o.Pos, ow, "spec.externalSecondaries: each is notified, and may transfer the zone (with its key when it has one, else from its address), which also-notify alone did not grant")
+				c.res.Report.converted(o.Pos, ow, "%s", externalSecondariesWhy)
 			}
 		default:
 			if why, owned := operatorOwned(kw); owned {
@@ -709,8 +711,47 @@ func (c *converter) zone(s *Statement, viewObj string, view *Statement) {
 	if !ownQuery {
 		z.Spec.AllowQuery = inherit("allow-query", view)
 	}
+	if !ownNotify && z.Spec.Type == v1.ZonePrimary {
+		for _, sc := range []*Statement{view, c.options} {
+			if sc == nil {
+				continue
+			}
+			if o := sc.Find("also-notify"); o != nil {
+				z.Spec.ExternalSecondaries, _ = c.alsoNotify(o) // reported where it is
+				break
+			}
+		}
+	}
 	c.zonePos[z] = s.Pos
 	c.res.Objects = append(c.res.Objects, z)
+}
+
+// externalSecondariesWhy is how the report explains an imported
+// also-notify.
+const externalSecondariesWhy = "spec.externalSecondaries: each is notified, and may transfer the zone (with its key when it has one, else from its address), which also-notify alone did not grant"
+
+// alsoNotify converts an also-notify list into external secondaries, each
+// once; why says why it cannot be.
+func (c *converter) alsoNotify(o *Statement) ([]v1.RemoteServer, string) {
+	l, why := c.remoteServers(o)
+	if why != "" {
+		return nil, why
+	}
+	l = uniqueServers(l)
+	if len(l) > 16 {
+		return nil, fmt.Sprintf("%d servers: spec.externalSecondaries holds 16", len(l))
+	}
+	return l, ""
+}
+
+// inheritedAlsoNotify reports an also-notify of the options or a view,
+// which named gives every primary zone without its own.
+func (c *converter) inheritedAlsoNotify(o *Statement, what string) {
+	if _, why := c.alsoNotify(o); why != "" {
+		c.res.Report.omit(o.Pos, what, "%s", why)
+		return
+	}
+	c.res.Report.converted(o.Pos, what, "every Primary zone without its own also-notify gets it (named's inheritance) as %s", externalSecondariesWhy)
 }
 
 // remoteServers: primaries [port P] { address [port P] [key K]; | list; };

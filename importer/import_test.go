@@ -651,6 +651,24 @@ view "b" { match-recursive-only yes; };
 		g.Expect(res.Report.Findings).To(HaveLen(1))
 		g.Expect(res.Report.Findings[0].String()).To(HavePrefix("named.conf:3: omitted: view b: match-recursive-only yes;: a BindView that matches only recursive queries must recurse"))
 	})
+	t.Run("also-notify inherited", func(t *testing.T) {
+		g := NewWithT(t)
+		res := importTree(t, map[string]string{"db": db, "named.conf": `options { recursion no; also-notify { 192.0.2.1; }; };
+view "v" {
+	also-notify { 192.0.2.2 port 5353; };
+	zone "a.example" { type primary; file "db"; };
+	zone "b.example" { type primary; file "db"; also-notify { 192.0.2.3; }; };
+	zone "c.example" { type secondary; primaries { 192.0.2.9; }; };
+};
+view "w" { zone "d.example" { type primary; file "db"; }; };
+`})
+		g.Expect(Validate(res.Objects)).To(BeEmpty())
+		g.Expect(byName[*v1.BindZone](res.Objects, "a.example").Spec.ExternalSecondaries).To(Equal([]v1.RemoteServer{{Address: "192.0.2.2", Port: ptr.To[int32](5353)}}), "the view's")
+		g.Expect(byName[*v1.BindZone](res.Objects, "b.example").Spec.ExternalSecondaries).To(Equal([]v1.RemoteServer{{Address: "192.0.2.3"}}), "its own")
+		g.Expect(byName[*v1.BindZone](res.Objects, "c.example").Spec.ExternalSecondaries).To(BeEmpty(), "a secondary copy")
+		g.Expect(byName[*v1.BindZone](res.Objects, "d.example").Spec.ExternalSecondaries).To(Equal([]v1.RemoteServer{{Address: "192.0.2.1"}}), "the options'")
+		g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
+	})
 	t.Run("also-notify listed twice", func(t *testing.T) {
 		g := NewWithT(t)
 		res := importTree(t, map[string]string{"db": db, "named.conf": `options { recursion no; };
