@@ -352,7 +352,7 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 		kw := o.Keyword()
 		what := o.Text()
 		switch kw {
-		case "allow-recursion", "forwarders", "forward", "dnssec-validation":
+		case "allow-recursion", "forwarders", "forward", "dnssec-validation", "allow-query-cache":
 			resolving = append(resolving, o)
 		}
 		switch kw {
@@ -360,6 +360,8 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 			c.listInto(o, what, &bc.Spec.AllowQuery)
 		case "recursion":
 			// Read above.
+		case "allow-query-cache":
+			// Reported below: it may be whom the cluster lets recurse.
 		case "allow-recursion":
 			c.listInto(o, what, &rec.AllowRecursion)
 		case "forwarders":
@@ -406,14 +408,22 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 		// Without allow-recursion named lets recurse whom allow-query-cache
 		// admits, else whom allow-query admits, else localnets and
 		// localhost (the cluster's default).
+		var used *Statement
 		if c.options.Find("allow-recursion") == nil {
 			for _, kw := range []string{"allow-query-cache", "allow-query"} {
 				if o := c.options.Find(kw); o != nil {
 					if l, why := c.matchList(o); why == "" {
-						rec.AllowRecursion = l
+						rec.AllowRecursion, used = l, o
 					}
 					break
 				}
+			}
+		}
+		if o := c.options.Find("allow-query-cache"); o != nil {
+			if o == used {
+				c.res.Report.converted(o.Pos, o.Text(), "the cluster's recursion.allowRecursion: without allow-recursion, named lets whom allow-query-cache admits recurse")
+			} else {
+				c.res.Report.omit(o.Pos, o.Text(), "a BindCluster has no allow-query-cache: named derives it from recursion.allowRecursion")
 			}
 		}
 		bc.Spec.Mode = v1.ModeResolver
@@ -497,6 +507,8 @@ func (c *converter) view(s *Statement, order int32) {
 			c.listInto(o, what, &v.Spec.MatchDestinations)
 		case "allow-recursion":
 			c.listInto(o, what, &v.Spec.AllowRecursion)
+		case "allow-query-cache":
+			// Reported at the end: it may be whom the view lets recurse.
 		case "response-policy":
 			// Its zones become BindPolicies (policy.go).
 		case "match-recursive-only":
@@ -530,6 +542,16 @@ func (c *converter) view(s *Statement, order int32) {
 		}
 		recurses = *v.Spec.Recursion
 	}
+	if o := s.Find("allow-query-cache"); o != nil {
+		what := "view " + name + ": " + o.Text()
+		if recurses && c.viewRecursionFallback(s, v) == o {
+			c.res.Report.converted(o.Pos, what, "the view's allowRecursion: without allow-recursion, named lets whom allow-query-cache admits recurse")
+		} else {
+			c.res.Report.omit(o.Pos, what, "a view's allow-query-cache has no counterpart in BindView")
+		}
+	} else if recurses {
+		c.viewRecursionFallback(s, v)
+	}
 	if recurses {
 		return
 	}
@@ -553,6 +575,32 @@ func (c *converter) view(s *Statement, order int32) {
 	v.Spec.MatchRecursiveOnly = false
 	o := s.Find("match-recursive-only")
 	c.res.Report.omit(o.Pos, "view "+name+": "+o.Text(), "a BindView that matches only recursive queries must recurse, and this one did not: its clients' other queries may now land in it; give the view recursion yes, or match its clients otherwise")
+}
+
+// viewRecursionFallback gives a recursing view without allow-recursion the
+// clients named let recurse there: each of allow-recursion,
+// allow-query-cache and allow-query is looked up in the view, then in the
+// options, and the first found decides. The options' own lists are the
+// cluster's already (cluster()), so only a view's list is copied.
+// It returns the view's statement it copied, nil when none.
+func (c *converter) viewRecursionFallback(view *Statement, v *v1.BindView) *Statement {
+	if len(v.Spec.AllowRecursion) > 0 || view.Find("allow-recursion") != nil || c.options != nil && c.options.Find("allow-recursion") != nil {
+		return nil
+	}
+	for _, kw := range []string{"allow-query-cache", "allow-query"} {
+		if o := view.Find(kw); o != nil {
+			l, why := c.matchList(o)
+			if why != "" {
+				return nil // reported where the view's zones inherit it, or below
+			}
+			v.Spec.AllowRecursion = l
+			return o
+		}
+		if c.options != nil && c.options.Find(kw) != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // zone converts one zone statement (in view viewObj, whose statement is

@@ -651,6 +651,19 @@ view "b" { match-recursive-only yes; };
 		g.Expect(res.Report.Findings).To(HaveLen(1))
 		g.Expect(res.Report.Findings[0].String()).To(HavePrefix("named.conf:3: omitted: view b: match-recursive-only yes;: a BindView that matches only recursive queries must recurse"))
 	})
+	t.Run("a view's allow-recursion follows its allow-query", func(t *testing.T) {
+		g := NewWithT(t)
+		res := importTree(t, map[string]string{"db": db, "named.conf": `options { allow-query-cache { 10.0.0.0/8; }; };
+view "a" { allow-query { 192.0.2.0/24; }; zone "a.example" { type primary; file "db"; }; };
+view "b" { allow-query-cache { 198.51.100.0/24; }; allow-query { 192.0.2.0/24; }; zone "b.example" { type primary; file "db"; }; };
+`})
+		g.Expect(Validate(res.Objects)).To(BeEmpty())
+		g.Expect(byName[*v1.BindCluster](res.Objects, "c").Spec.Recursion.AllowRecursion).To(Equal([]v1.AddressMatchElement{{Address: "10.0.0.0/8"}}))
+		g.Expect(byName[*v1.BindView](res.Objects, "a").Spec.AllowRecursion).To(BeEmpty(), "the options' allow-query-cache comes before the view's allow-query")
+		g.Expect(byName[*v1.BindView](res.Objects, "b").Spec.AllowRecursion).To(Equal([]v1.AddressMatchElement{{Address: "198.51.100.0/24"}}), "the view's allow-query-cache")
+		g.Expect(res.Report.Outcome()).To(Equal(Whole), "%v", res.Report.Findings)
+		g.Expect(res.Report.Findings).To(And(HaveLen(2), HaveEach(HaveField("Kind", Converted))), "the options' allow-query-cache and view b's")
+	})
 	t.Run("also-notify inherited", func(t *testing.T) {
 		g := NewWithT(t)
 		res := importTree(t, map[string]string{"db": db, "named.conf": `options { recursion no; also-notify { 192.0.2.1; }; };
