@@ -237,8 +237,8 @@ const MaxProbePrimaries = 16
 //
 // With SOAOnly the agent only asks each server for the zone's SOA: what a
 // hidden primary's external secondaries serve, asked from the primary pod
-// that notifies them (an agent of an earlier release ignores it and also
-// starts the AXFR).
+// that notifies them. An agent of an earlier release refuses the request
+// (it decodes strictly), which the operator reports as "not asked".
 type TransferProbeRequest struct {
 	Zone      string         `json:"zone"`
 	Primaries []ProbePrimary `json:"primaries"`

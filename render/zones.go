@@ -217,10 +217,12 @@ func (zc *ZoneClauses) Clause(zone *bindv1alpha1.BindZone, r ZoneRole, alsoNotif
 				return "", err
 			}
 			external = append(external, srv)
-			grant, _ := checkIP(at+" address", es.Address)
+			var grant string
 			if es.KeyRef != nil {
 				k, _ := m.keyRef(at, es.KeyRef.Name) // remoteServer checked it
 				grant = `key "` + k + `"`
+			} else {
+				grant, _ = checkIP(at+" address", es.Address) // as did remoteServer
 			}
 			if !slices.Contains(xfr, grant) {
 				xfr = append(xfr, grant)

@@ -238,28 +238,27 @@ func (r *BindZoneReconciler) settle(ctx context.Context, zone *bindv1alpha1.Bind
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
 	failing, behind := r.observeExternal(ctx, zone, t, status)
-	if len(failing) > 0 {
-		cluster := "every pod of the cluster serves"
-		requeue := externalRecheck
-		if !inSync {
-			r.renotify(ctx, zone, t, status)
-			cluster, requeue = "the primary serves", replicatingRecheck
-		}
-		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonExternalSecondaryFailing,
-			fmt.Sprintf("%s serial %d; external secondaries that do not serve the zone: %s", cluster, ptr.Deref(status.Serial, 0), externalSummary(failing)))
-		return ctrl.Result{RequeueAfter: requeue}, nil
-	}
-	if !inSync || len(behind) > 0 {
-		if len(behind) > 0 && inSync {
-			setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; external secondaries behind it: %s", ptr.Deref(status.Serial, 0), externalSummary(behind)))
-			return ctrl.Result{RequeueAfter: replicatingRecheck}, nil
-		}
+	if !inSync {
 		r.renotify(ctx, zone, t, status)
-		setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; some secondaries do not serve it yet", ptr.Deref(status.Serial, 0)))
-		return ctrl.Result{RequeueAfter: replicatingRecheck}, nil
 	}
-	setServed(zone, status)
-	return ctrl.Result{}, nil
+	serial := ptr.Deref(status.Serial, 0)
+	switch {
+	case len(failing) > 0 && inSync:
+		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonExternalSecondaryFailing,
+			fmt.Sprintf("every pod of the cluster serves serial %d; external secondaries that do not serve the zone: %s", serial, externalSummary(failing)))
+		return ctrl.Result{RequeueAfter: externalRecheck}, nil
+	case len(failing) > 0:
+		setZoneCondition(zone, status, metav1.ConditionFalse, bindv1alpha1.ReasonExternalSecondaryFailing,
+			fmt.Sprintf("the primary serves serial %d; external secondaries that do not serve the zone: %s", serial, externalSummary(failing)))
+	case !inSync:
+		setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; some secondaries do not serve it yet", serial))
+	case len(behind) > 0:
+		setZoneCondition(zone, status, metav1.ConditionTrue, bindv1alpha1.ReasonReplicating, fmt.Sprintf("the primary serves serial %d; external secondaries behind it: %s", serial, externalSummary(behind)))
+	default:
+		setServed(zone, status)
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: replicatingRecheck}, nil
 }
 
 // finalize removes the zone from its catalog and from the pods, then lets

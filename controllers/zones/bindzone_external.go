@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"git.unkin.net/unkin/bind-operator/agent"
 	bindv1alpha1 "git.unkin.net/unkin/bind-operator/api/v1alpha1"
@@ -41,26 +40,29 @@ func (r *BindZoneReconciler) observeExternal(ctx context.Context, zone *bindv1al
 	}
 	req := agent.TransferProbeRequest{Zone: t.zoneName, SOAOnly: true}
 	for _, s := range servers {
-		p := agent.ProbePrimary{Address: s.Address, Port: int(ptr.Deref(s.Port, 53))}
+		addr, port := s.AddressPort()
+		p := agent.ProbePrimary{Address: addr, Port: int(port)}
 		if s.KeyRef != nil {
-			var k bindv1alpha1.BindTSIGKey
-			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: zone.Namespace, Name: s.KeyRef.Name}, &k); err != nil {
-				return r.externalUnasked(status, servers, fmt.Sprintf("its key, BindTSIGKey %q, cannot be read: %s", s.KeyRef.Name, agent.BoundTo(err.Error(), 256)))
+			// The key named has for it: the zone's clause named it, so
+			// the render input holds its material.
+			k, ok := t.in.Keys[s.KeyRef.Name]
+			if !ok {
+				return externalUnasked(status, servers, fmt.Sprintf("its key, BindTSIGKey %q, is not among the cluster's keys yet", s.KeyRef.Name))
 			}
-			_, p.Key, _ = clusterpods.TSIGDefaults(&k)
+			p.Key = k.Name
 		}
 		req.Primaries = append(req.Primaries, p)
 	}
 	prim := t.primary()
 	ac, err := r.agents.Get(ctx, t.cluster, prim.AgentAddr)
 	if err != nil {
-		return r.externalUnasked(status, servers, fmt.Sprintf("the agent of the primary %s, which asks it, cannot be reached: %s", prim.Pod, agent.BoundTo(err.Error(), 256)))
+		return externalUnasked(status, servers, fmt.Sprintf("the agent of the primary %s, which asks it, cannot be reached: %s", prim.Pod, agent.BoundTo(err.Error(), 256)))
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	res, err := ac.ProbeTransfer(pctx, req)
 	if err != nil {
-		return r.externalUnasked(status, servers, fmt.Sprintf("the agent of the primary %s, which asks it, failed: %s", prim.Pod, agent.BoundTo(err.Error(), 256)))
+		return externalUnasked(status, servers, fmt.Sprintf("the agent of the primary %s, which asks it, failed: %s", prim.Pod, agent.BoundTo(err.Error(), 256)))
 	}
 	status.ExternalSecondaries, failing, behind = externalStatus(servers, res.Outcomes, uint32(*status.Serial), t.zoneName) //nolint:gosec // serials are uint32 on the wire
 	return failing, behind
@@ -71,12 +73,18 @@ func (r *BindZoneReconciler) observeExternal(ctx context.Context, zone *bindv1al
 // a key, reach the primary's agent, or an agent of an earlier release that
 // refuses the request) says nothing about the secondaries, so it does not
 // make the zone fail: it reports none.
-func (r *BindZoneReconciler) externalUnasked(status *bindv1alpha1.BindZoneStatus, servers []bindv1alpha1.RemoteServer, why string) (failing, behind []string) {
-	status.ExternalSecondaries, _, _ = externalStatus(servers, nil, 0, "")
-	for i := range status.ExternalSecondaries {
-		status.ExternalSecondaries[i].Message = "not asked: " + why
+func externalUnasked(status *bindv1alpha1.BindZoneStatus, servers []bindv1alpha1.RemoteServer, why string) (failing, behind []string) {
+	status.ExternalSecondaries = make([]bindv1alpha1.ExternalSecondaryStatus, len(servers))
+	for i, s := range servers {
+		status.ExternalSecondaries[i] = bindv1alpha1.ExternalSecondaryStatus{Server: externalServer(s), Message: "not asked: " + why}
 	}
 	return nil, nil
+}
+
+// externalServer is how status names a server: address and port.
+func externalServer(s bindv1alpha1.RemoteServer) string {
+	addr, port := s.AddressPort()
+	return net.JoinHostPort(addr, strconv.Itoa(int(port)))
 }
 
 // externalStatus turns the probe's outcomes (one per server, in order;
@@ -87,7 +95,7 @@ func externalStatus(servers []bindv1alpha1.RemoteServer, outcomes []agent.ProbeO
 	out = make([]bindv1alpha1.ExternalSecondaryStatus, len(servers))
 	for i, s := range servers {
 		st := &out[i]
-		st.Server = net.JoinHostPort(s.Address, strconv.Itoa(int(ptr.Deref(s.Port, 53))))
+		st.Server = externalServer(s)
 		var o agent.ProbeOutcome
 		if i < len(outcomes) {
 			o = outcomes[i]

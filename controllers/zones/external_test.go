@@ -50,7 +50,7 @@ func TestExternalStatus(t *testing.T) {
 	// Nobody asked: every server says why, and none counts as failing,
 	// since nothing was learnt about them.
 	status := &bindv1alpha1.BindZoneStatus{}
-	failing, behind = (&BindZoneReconciler{}).externalUnasked(status, servers[:2], "the agent is down")
+	failing, behind = externalUnasked(status, servers[:2], "the agent is down")
 	g.Expect(behind).To(BeEmpty())
 	g.Expect(failing).To(BeEmpty())
 	g.Expect(status.ExternalSecondaries[1]).To(Equal(bindv1alpha1.ExternalSecondaryStatus{Server: "[2001:db8::1]:53", Message: "not asked: the agent is down"}))
