@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -321,23 +320,21 @@ func (c *converter) cluster(stmts []*Statement) *v1.BindCluster {
 	// the common case, becomes a Resolver cluster that holds those zones:
 	// every view then says whether it recurses (view()), so the views that
 	// did not still do not.
-	recursion := true // named's default
+	c.recursion = true // named's default
 	if c.options != nil {
 		if r := c.options.Find("recursion"); r != nil {
-			recursion = yes(r.Arg(0))
+			c.recursion = yes(r.Arg(0))
 		}
 	}
-	c.recursion = recursion
 	recurses, views := false, false
 	for _, s := range stmts {
 		if s.Keyword() == "view" {
 			views = true
-			r := s.Find("recursion")
-			recurses = recurses || (r == nil && recursion) || (r != nil && yes(r.Arg(0)))
+			recurses = recurses || c.viewRecursion(s)
 		}
 	}
 	if !views {
-		recurses = recursion
+		recurses = c.recursion
 	}
 	if c.options == nil {
 		if recurses {
@@ -537,10 +534,8 @@ func (c *converter) view(s *Statement, order int32) {
 	// not: named never read it.
 	recurses := false
 	if c.mode == v1.ModeResolver {
-		if v.Spec.Recursion == nil {
-			v.Spec.Recursion = ptr.To(c.recursion)
-		}
-		recurses = *v.Spec.Recursion
+		recurses = c.viewRecursion(s)
+		v.Spec.Recursion = ptr.To(recurses)
 	}
 	if o := s.Find("allow-query-cache"); o != nil {
 		what := "view " + name + ": " + o.Text()
@@ -575,6 +570,15 @@ func (c *converter) view(s *Statement, order int32) {
 	v.Spec.MatchRecursiveOnly = false
 	o := s.Find("match-recursive-only")
 	c.res.Report.omit(o.Pos, "view "+name+": "+o.Text(), "a BindView that matches only recursive queries must recurse, and this one did not: its clients' other queries may now land in it; give the view recursion yes, or match its clients otherwise")
+}
+
+// viewRecursion says whether named recursed in view: its own statement,
+// else the options'.
+func (c *converter) viewRecursion(view *Statement) bool {
+	if r := view.Find("recursion"); r != nil {
+		return yes(r.Arg(0))
+	}
+	return c.recursion
 }
 
 // viewRecursionFallback gives a recursing view without allow-recursion the
@@ -957,7 +961,8 @@ func uniqueServers(l []v1.RemoteServer) []v1.RemoteServer {
 	seen := map[string]bool{}
 	out := l[:0:0]
 	for _, rs := range l {
-		k := fmt.Sprintf("%s#%d", netip.MustParseAddr(rs.Address).Unmap(), ptr.Deref(rs.Port, 53))
+		addr, port := rs.AddressPort() // server() wrote the address canonical
+		k := fmt.Sprintf("%s#%d", addr, port)
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, rs)
