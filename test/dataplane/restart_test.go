@@ -141,9 +141,12 @@ func (c *cluster) look(g Gomega) map[string]counters {
 	return out
 }
 
+// loopback reads a node's agent metrics and named's statistics, bounded.
+var loopback = &http.Client{Timeout: 5 * time.Second}
+
 // agentZoneOps reads bind_agent_zone_operations_total by action.
 func agentZoneOps(g Gomega, n *bindcluster.Node) map[string]float64 {
-	resp, err := http.Get(n.MetricsURL()) //nolint:noctx // loopback, bounded by the default client's dial
+	resp, err := loopback.Get(n.MetricsURL()) //nolint:noctx // loopback, bounded by the client's timeout
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -164,7 +167,7 @@ func agentZoneOps(g Gomega, n *bindcluster.Node) map[string]float64 {
 
 // namedUpdates reads how many UPDATE messages named received.
 func namedUpdates(g Gomega, n *bindcluster.Node) float64 {
-	resp, err := http.Get(n.StatisticsURL()) //nolint:noctx // loopback
+	resp, err := loopback.Get(n.StatisticsURL()) //nolint:noctx // loopback, bounded by the client's timeout
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	var stats struct {
